@@ -1,0 +1,82 @@
+"""``python -m rpc_app --host 127.0.0.1 --port 8082``: the standalone server with the example methods."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from .engine import Engine
+from .limits import Limits
+from .methods import build_registry
+from .metrics import Metrics
+from .ratelimit import RateLimit
+from .server import RpcServer, ServerConfig
+
+
+def parse_args(argv=None):
+    d = Limits()
+    p = argparse.ArgumentParser(prog="rpc_app", description="JSON-RPC 2.0 over WebSocket (example methods: "
+                                "add, add_async, echo, sleep, big, fail, fail_rpc, blocking_sleep)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8082, help="0 = ephemeral (the bound port is printed)")
+    p.add_argument("--debug", action="store_true", help="include tracebacks in -32603 errors")
+    p.add_argument("--max-message-bytes", type=int, default=d.max_message_bytes)
+    p.add_argument("--max-depth", type=int, default=d.max_depth)
+    p.add_argument("--max-array-length", type=int, default=d.max_array_length)
+    p.add_argument("--max-string-length", type=int, default=d.max_string_length)
+    p.add_argument("--max-method-name-length", type=int, default=d.max_method_name_length)
+    p.add_argument("--max-in-flight", type=int, default=64, help="calls in flight per connection")
+    p.add_argument("--rate-limit", type=float, default=0, help="calls/s per connection (0 = off)")
+    p.add_argument("--rate-burst", type=float, default=None)
+    p.add_argument("--no-compression", action="store_true", help="refuse permessage-deflate")
+    p.add_argument("--compress-min-bytes", type=int, default=1024)
+    p.add_argument("--ping-interval", type=float, default=20.0)
+    p.add_argument("--ping-timeout", type=float, default=20.0)
+    p.add_argument("--sample-every", type=int, default=64, help="time 1 call in N stage by stage (power of 2)")
+    p.add_argument("--log-level", default="WARNING")
+    args = p.parse_args(argv)
+    if not 0 <= args.port <= 65535:
+        p.error("--port must be within 0..65535")
+    return p, args
+
+
+async def amain(args) -> None:
+    limits = Limits(max_message_bytes=args.max_message_bytes, max_depth=args.max_depth,
+                    max_array_length=args.max_array_length, max_string_length=args.max_string_length,
+                    max_method_name_length=args.max_method_name_length)
+    metrics = Metrics(sample_every=args.sample_every)
+    engine = Engine(build_registry(), limits=limits, debug=args.debug, metrics=metrics,
+                    rate_limit=RateLimit(args.rate_limit, args.rate_burst) if args.rate_limit > 0 else None)
+    cfg = ServerConfig(host=args.host, port=args.port, limits=limits, max_in_flight=args.max_in_flight,
+                       compression=not args.no_compression, compress_min_bytes=args.compress_min_bytes,
+                       ping_interval=args.ping_interval or None, ping_timeout=args.ping_timeout or None)
+    server = RpcServer(engine, cfg, metrics)
+    port = await server.start()
+    print(f"rpc_app listening on ws://{args.host}:{port}/ (metrics: http://{args.host}:{port}/metrics)",
+          flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await server.stop()
+
+
+def main(argv=None) -> int:
+    p, args = parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        asyncio.run(amain(args))
+    except ValueError as exc:
+        p.error(str(exc))
+    except OSError as exc:
+        print(f"rpc_app: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""Django Channels front end: subclass ``AsyncJsonRpcConsumer`` and mark methods with ``@rpc_method``.
+
+    from rpc_app.django_channels import AsyncJsonRpcConsumer, rpc_method
+
+    class Api(AsyncJsonRpcConsumer):
+        @rpc_method()
+        def add(self, a: int, b: int):
+            return a + b
+
+        @rpc_method("users.me")
+        async def me(self, ctx: RpcContext):
+            return str(ctx.user)
+
+The registry, the signature introspection and the engine are built once per subclass
+(at class creation), never per connection or per call. Messages go straight from the
+ASGI event to the engine (text or bytes, parsed by orjson) and responses are sent as
+text frames. Async calls run concurrently (``rpc_max_in_flight`` per connection, with
+backpressure) and are cancelled when the client disconnects. In-flight request ids are
+tracked in a dict bounded by ``rpc_max_in_flight`` (O(1) per call, no time window to scan).
+
+Class attributes to override: ``rpc_limits``, ``rpc_debug``, ``rpc_middleware``,
+``rpc_rate_limit``, ``rpc_max_in_flight``, ``rpc_metrics`` (a shared ``Metrics``).
+The byte limit also needs the ASGI server's own frame limit (daphne's
+``--websocket_max_message_size`` is not available; uvicorn: ``--ws-max-size``); the
+engine refuses an over-limit message with -32001 either way.
+"""
+
+from __future__ import annotations
+
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from .concurrency import Session
+from .engine import Engine
+from .limits import Limits
+from .metrics import Metrics
+from .registry import collect_marked, rpc_method
+
+__all__ = ["AsyncJsonRpcConsumer", "rpc_method", "default_metrics"]
+
+default_metrics = Metrics()
+
+
+class AsyncJsonRpcConsumer(AsyncWebsocketConsumer):
+    rpc_limits: Limits = Limits()
+    rpc_debug: bool = False
+    rpc_middleware: tuple = ()
+    rpc_rate_limit = None
+    rpc_max_in_flight: int = 64
+    rpc_metrics: Metrics | None = default_metrics
+
+    # channels-rpc style: ``@AsyncJsonRpcConsumer.rpc_method()``
+    rpc_method = staticmethod(rpc_method)
+
+    _rpc_engine: Engine | None = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._rpc_engine = Engine(collect_marked(cls), limits=cls.rpc_limits, middleware=cls.rpc_middleware,
+                                 debug=cls.rpc_debug, metrics=cls.rpc_metrics, rate_limit=cls.rpc_rate_limit)
+
+    async def websocket_connect(self, message):
+        engine = type(self)._rpc_engine
+        if engine is None:
+            raise TypeError("subclass AsyncJsonRpcConsumer to declare methods")
+        self._rpc_session = Session(engine, self._rpc_send, scope=self.scope, owner=self,
+                                    max_in_flight=self.rpc_max_in_flight)
+        m = self.rpc_metrics
+        if m is not None:
+            m.open_connections.inc()
+            m.connections_total.inc()
+        await super().websocket_connect(message)
+
+    async def websocket_receive(self, message):
+        data = message.get("text")
+        if data is None:
+            data = message.get("bytes")
+            if data is None:
+                return
+        await self._rpc_session.feed(data)
+
+    async def websocket_disconnect(self, message):
+        session = getattr(self, "_rpc_session", None)
+        if session is not None and not session.closed:
+            session.close()
+            m = self.rpc_metrics
+            if m is not None:
+                m.open_connections.dec()
+                code = message.get("code", 1000)
+                m.closed("normal" if code in (1000, 1001) else str(code))
+        await super().websocket_disconnect(message)
+
+    async def _rpc_send(self, data: bytes) -> None:
+        await self.base_send({"type": "websocket.send", "text": data.decode()})
+
+    @property
+    def rpc_session(self) -> Session:
+        return self._rpc_session

@@ -1,0 +1,170 @@
+"""Standalone WebSocket server on ``websockets`` (asyncio implementation).
+
+* One ``Session`` per connection; many calls in flight, bounded, cancelled on disconnect.
+* The byte limit is the WebSocket ``max_size``: ``websockets`` refuses a frame whose header
+  announces more (close code 1009) before reading its payload.
+* permessage-deflate is negotiated when the client offers it and applied only to messages
+  of at least ``compress_min_bytes`` (small responses are not worth the CPU).
+* Responses over ``fragment_bytes`` are sent as several frames.
+* ``GET /metrics`` on the same port answers the Prometheus text format; ``GET /healthz`` says ok.
+* Clients that stop reading: writes wait (``write_limit``), reads stop (bounded in-flight),
+  and the keepalive ping times out: the connection is closed (1011), the server stays healthy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http
+import logging
+from dataclasses import dataclass, field
+
+from websockets.asyncio.server import ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+from websockets.extensions.permessage_deflate import PerMessageDeflate, ServerPerMessageDeflateFactory
+from websockets.frames import Frame, Opcode
+
+from .concurrency import Session
+from .engine import Engine
+from .limits import Limits
+from .metrics import CONTENT_TYPE, Metrics
+
+log = logging.getLogger("rpc_app.server")
+
+
+class _ThresholdDeflate(PerMessageDeflate):
+    """permessage-deflate that leaves messages under ``threshold`` bytes uncompressed (RSV1 unset)."""
+
+    threshold = 1024
+    _skipping = False
+
+    def encode(self, frame: Frame) -> Frame:
+        if frame.opcode is Opcode.CONT:
+            if self._skipping:
+                return frame
+        elif frame.opcode is Opcode.TEXT or frame.opcode is Opcode.BINARY:
+            self._skipping = frame.fin and len(frame.data) < self.threshold
+            if self._skipping:
+                return frame
+        return super().encode(frame)
+
+
+class ThresholdDeflateFactory(ServerPerMessageDeflateFactory):
+    def __init__(self, threshold: int, **kwargs):
+        super().__init__(**kwargs)
+        self.threshold = threshold
+
+    def process_request_params(self, params, accepted_extensions):
+        response_params, ext = super().process_request_params(params, accepted_extensions)
+        ext.__class__ = _ThresholdDeflate
+        ext.threshold = self.threshold
+        return response_params, ext
+
+
+@dataclass
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 8082
+    limits: Limits = field(default_factory=Limits)
+    max_in_flight: int = 64
+    compression: bool = True
+    compress_min_bytes: int = 1024
+    fragment_bytes: int = 64 * 1024
+    ping_interval: float | None = 20.0
+    ping_timeout: float | None = 20.0
+    close_timeout: float = 5.0
+    max_queue: int = 16
+    write_limit: int = 64 * 1024
+    metrics_path: str = "/metrics"
+
+
+class RpcServer:
+    def __init__(self, engine: Engine, config: ServerConfig | None = None, metrics: Metrics | None = None):
+        self.engine = engine
+        self.config = config or ServerConfig()
+        self.metrics = metrics if metrics is not None else engine.metrics
+        self.sessions: set[Session] = set()
+        self._server = None
+        self.port: int | None = None
+
+    # -- HTTP on the same port ----------------------------------------------------------
+    def _process_request(self, connection: ServerConnection, request):
+        path = request.path.split("?", 1)[0]
+        if path == self.config.metrics_path and self.metrics is not None:
+            resp = connection.respond(http.HTTPStatus.OK, "")
+            resp.body = self.metrics.render()
+            resp.headers["Content-Type"] = CONTENT_TYPE
+            resp.headers["Content-Length"] = str(len(resp.body))
+            return resp
+        if path == "/healthz":
+            return connection.respond(http.HTTPStatus.OK, "ok\n")
+        if "upgrade" not in request.headers.get("Connection", "").lower():
+            return connection.respond(http.HTTPStatus.UPGRADE_REQUIRED, "JSON-RPC 2.0 over WebSocket\n")
+        return None
+
+    # -- WebSocket ----------------------------------------------------------------------
+    async def _handler(self, ws: ServerConnection) -> None:
+        cfg = self.config
+        frag = cfg.fragment_bytes
+
+        async def send(data: bytes) -> None:
+            if len(data) > frag:
+                view = memoryview(data)
+                await ws.send([view[i:i + frag] for i in range(0, len(data), frag)], text=True)
+            else:
+                await ws.send(data, text=True)
+
+        scope = {"type": "websocket", "path": ws.request.path if ws.request else "/",
+                 "client": ws.remote_address, "headers": list(ws.request.headers.raw_items()) if ws.request else []}
+        session = Session(self.engine, send, scope=scope, max_in_flight=cfg.max_in_flight)
+        self.sessions.add(session)
+        m = self.metrics
+        if m is not None:
+            m.open_connections.inc()
+            m.connections_total.inc()
+        reason = "normal"
+        try:
+            feed = session.feed
+            async for message in ws:
+                await feed(message)
+        except ConnectionClosed:
+            pass
+        finally:
+            cancelled = session.close()
+            self.sessions.discard(session)
+            rcvd = ws.close_rcvd
+            code = rcvd.code if rcvd is not None else (ws.close_sent.code if ws.close_sent else 1006)
+            if code not in (1000, 1001):
+                reason = str(code)
+            if m is not None:
+                m.open_connections.dec()
+                m.closed(reason)
+            if cancelled:
+                log.info("connection closed (%s): %d calls cancelled", reason, cancelled)
+
+    async def start(self) -> int:
+        cfg = self.config
+        extensions = None
+        if cfg.compression:
+            extensions = [ThresholdDeflateFactory(cfg.compress_min_bytes, server_max_window_bits=15,
+                                                  client_max_window_bits=15,
+                                                  compress_settings={"memLevel": 8, "level": 6})]
+        self._server = await serve(
+            self._handler, cfg.host, cfg.port,
+            compression=None, extensions=extensions,
+            max_size=cfg.limits.max_message_bytes,
+            max_queue=cfg.max_queue, write_limit=cfg.write_limit,
+            ping_interval=cfg.ping_interval, ping_timeout=cfg.ping_timeout,
+            close_timeout=cfg.close_timeout,
+            process_request=self._process_request,
+        )
+        sock = next(iter(self._server.sockets))
+        self.port = sock.getsockname()[1]
+        return self.port
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    async def serve_forever(self) -> None:
+        await self._server.serve_forever()
