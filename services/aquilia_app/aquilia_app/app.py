@@ -1,0 +1,258 @@
+"""The reference app.  ``python -m aquilia_app`` serves it; the server imports ``aquilia_app.app:app``.
+
+Configuration comes from the environment so every worker process builds the same app:
+``AQUILIA_APP_DB`` (SQLite file; default: a file in the temp dir), ``AQUILIA_APP_METRICS`` (``0`` turns
+instrumentation off), ``AQUILIA_APP_MAX_BODY`` (bytes, default 1 MiB), ``AQUILIA_APP_POOL`` (SQLite
+connections per worker, default 4).
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from typing import Annotated, AsyncIterator
+
+import msgspec
+import orjson
+
+from .application import App
+from .controllers import Controller, delete, get, post, put
+from .db import Connection, SQLitePool
+from .di import REQUEST, SINGLETON, Container
+from .exceptions import BadRequest, NotFound
+from .metrics import Metrics, metrics_response
+from .query import Q, insert_sql
+from .requests import Request
+from .responses import CT_JSON, CT_TEXT, Response, StreamingResponse
+from .templates import Templates
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# -- fixed payloads (the bench peers serve byte-identical ones) ---------------------------------
+JSON_SMALL = {
+    "message": "Hello, World!",
+    "service": "aquilia_app",
+    "version": 1,
+    "ok": True,
+    "ratio": 0.75,
+    "tags": ["fast", "async", "typed", "asgi"],
+    "numbers": [1, 2, 3, 4, 5, 6, 7, 8],
+    "nested": {"id": 42, "name": "answer", "active": False, "score": 99.5},
+}
+JSON_LARGE = [{"id": i, "name": f"item-{i}", "value": (i % 10) * 0.5} for i in range(1000)]
+HTML_ROWS = [{"id": i, "message": m} for i, m in enumerate(
+    ["fortune favours the bold", "<script>alert('escaped')</script>", "a penny saved", "měřeno, ne odhadnuto",
+     "keep it simple", "measure twice", "cut once", "premature optimization", "the map is not the territory",
+     "less is more", "make it work, make it right, make it fast", "ship it"], start=1)]
+STREAM_CHUNK = b"x" * 1023 + b"\n"
+STREAM_CHUNKS = 10
+
+
+class Settings(msgspec.Struct, frozen=True):
+    db_path: str
+    pool_size: int = 4
+
+
+class ItemIn(msgspec.Struct, forbid_unknown_fields=True):
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
+    price: Annotated[float, msgspec.Meta(ge=0, le=1e9)]
+    tags: Annotated[list[Annotated[str, msgspec.Meta(max_length=32)]], msgspec.Meta(max_length=16)] = []
+
+
+class ItemRepository:
+    """Items in SQLite, through the query builder (parameterized SQL only)."""
+
+    TABLE = "items"
+
+    def __init__(self, conn: Connection):
+        self.conn = conn
+
+    @staticmethod
+    def _row(r: dict) -> dict:
+        r["tags"] = orjson.loads(r["tags"])
+        return r
+
+    async def list(self, q: Q) -> list[dict]:
+        sql, params = q.sql()
+        return [self._row(r) for r in await self.conn.fetchall(sql, params)]
+
+    async def count(self, q: Q) -> int:
+        sql, params = q.count_sql()
+        row = await self.conn.fetchone(sql, params)
+        return next(iter(row.values()))
+
+    async def get(self, item_id: int) -> dict | None:
+        sql, params = Q(self.TABLE).filter(id=item_id).sql()
+        r = await self.conn.fetchone(sql, params)
+        return None if r is None else self._row(r)
+
+    async def create(self, item: ItemIn) -> dict:
+        sql, params = insert_sql(self.TABLE, {"name": item.name, "price": item.price,
+                                              "tags": orjson.dumps(item.tags).decode()})
+        _, rowid = await self.conn.execute(sql, params)
+        return {"id": rowid, "name": item.name, "price": item.price, "tags": item.tags}
+
+    async def replace(self, item_id: int, item: ItemIn) -> bool:
+        sql, params = Q(self.TABLE).filter(id=item_id).update_sql(
+            name=item.name, price=item.price, tags=orjson.dumps(item.tags).decode())
+        n, _ = await self.conn.execute(sql, params)
+        return n > 0
+
+    async def delete(self, item_id: int) -> bool:
+        sql, params = Q(self.TABLE).filter(id=item_id).delete_sql()
+        n, _ = await self.conn.execute(sql, params)
+        return n > 0
+
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS items (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL,
+    price REAL NOT NULL,
+    tags TEXT NOT NULL DEFAULT '[]'
+);
+CREATE INDEX IF NOT EXISTS items_price ON items(price);
+"""
+
+
+async def database(settings: Settings) -> AsyncIterator[SQLitePool]:
+    pool = await SQLitePool(settings.db_path, settings.pool_size).open()
+    try:
+        await pool.run("executescript", SCHEMA)
+        yield pool
+    finally:
+        await pool.close()
+
+
+async def connection(pool: SQLitePool) -> AsyncIterator[Connection]:
+    conn = await pool.acquire()
+    try:
+        yield conn
+    finally:
+        pool.release(conn)
+
+
+class ItemsController(Controller):
+    prefix = "/items"
+
+    def __init__(self, repo: ItemRepository):
+        self.repo = repo
+
+    @get("")
+    async def index(self, limit: int = 20, offset: int = 0, min_price: float | None = None,
+                    max_price: float | None = None, name: str | None = None):
+        if not 1 <= limit <= 100:
+            raise BadRequest("limit must be between 1 and 100")
+        if offset < 0:
+            raise BadRequest("offset must be >= 0")
+        q = Q(ItemRepository.TABLE)
+        if min_price is not None:
+            q = q.filter(price__gte=min_price)
+        if max_price is not None:
+            q = q.filter(price__lte=max_price)
+        if name:
+            q = q.filter(name__contains=name)
+        total = await self.repo.count(q)
+        items = await self.repo.list(q.order("id").limit(limit).offset(offset))
+        return {"items": items, "total": total, "limit": limit, "offset": offset}
+
+    @post("", status=201)
+    async def create(self, body: ItemIn, request: Request):
+        item = await self.repo.create(body)
+        return Response.json(item, 201, [("location", request_app(request).url_for("item", id=item["id"]))])
+
+    @get("/{id:int|min=1}", name="item")
+    async def read(self, id: int):
+        item = await self.repo.get(id)
+        if item is None:
+            raise NotFound(f"item {id} does not exist")
+        return item
+
+    @put("/{id:int|min=1}")
+    async def replace(self, id: int, body: ItemIn):
+        if not await self.repo.replace(id, body):
+            raise NotFound(f"item {id} does not exist")
+        return {"id": id, "name": body.name, "price": body.price, "tags": body.tags}
+
+    @delete("/{id:int|min=1}")
+    async def remove(self, id: int):
+        if not await self.repo.delete(id):
+            raise NotFound(f"item {id} does not exist")
+        return Response(b"", 204)
+
+
+def request_app(request: Request) -> App:
+    return request.scope["app"]
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise SystemExit(f"{name} must be an integer, got {raw!r}") from None
+
+
+def create_app(db_path: str | None = None, *, metrics: bool | None = None, max_body: int | None = None,
+               pool_size: int | None = None) -> App:
+    if db_path is None:
+        db_path = os.environ.get("AQUILIA_APP_DB") or os.path.join(tempfile.gettempdir(), "aquilia_app.sqlite3")
+    if metrics is None:
+        metrics = os.environ.get("AQUILIA_APP_METRICS", "1") != "0"
+    container = Container()
+    container.value(Settings, Settings(db_path, pool_size or _env_int("AQUILIA_APP_POOL", 4)))
+    container.register(SQLitePool, database, scope=SINGLETON)
+    container.register(Connection, connection, scope=REQUEST)
+    container.register(ItemRepository, scope=REQUEST)
+
+    m = Metrics("aquilia_app") if metrics else None
+    app = App(container=container, metrics=m,
+              max_body_size=max_body if max_body is not None else _env_int("AQUILIA_APP_MAX_BODY", 1 << 20))
+    templates = Templates(os.path.join(HERE, "html"))
+
+    @app.get("/ping")
+    async def ping():
+        return Response(b"pong", 200, None, CT_TEXT)
+
+    @app.get("/json")
+    async def json_small():
+        return JSON_SMALL
+
+    @app.get("/json-large")
+    async def json_large():
+        return JSON_LARGE
+
+    @app.get("/html")
+    async def html():
+        return templates.response("page.html", title="aquilia_app", service="aquilia_app", rows=HTML_ROWS)
+
+    @app.get("/stream")
+    async def stream(delay: float = 0.0):
+        if not 0.0 <= delay <= 1000.0:
+            raise BadRequest("delay must be between 0 and 1000 milliseconds")
+
+        async def chunks():
+            for _ in range(STREAM_CHUNKS):
+                if delay:
+                    await asyncio.sleep(delay / 1000.0)
+                yield STREAM_CHUNK
+
+        return StreamingResponse(chunks(), media_type=CT_TEXT)
+
+    @app.get("/healthz")
+    async def healthz():
+        return Response(b'{"status":"ok"}', 200, None, CT_JSON)
+
+    if m is not None:
+        @app.get("/metrics")
+        async def metrics_endpoint():
+            return metrics_response(m)
+
+    app.controller(ItemsController)
+
+    return app
+
+
+app = create_app()

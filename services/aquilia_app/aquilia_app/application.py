@@ -1,0 +1,361 @@
+"""The application: registration, one-time compilation at start-up, and the request dispatch.
+
+``App`` is an ASGI app.  At start-up (the ASGI lifespan, or the first request when the server sends no
+lifespan) it compiles the DI container, builds each handler's binding plan, compiles the router
+(rejecting ambiguous routes), builds the middleware chain once, and creates the singleton/app
+providers.  After that a request costs: a dict lookup (static routes) or a tree walk (dynamic
+routes), one ``Request`` object, the bound handler call, and the response's two ``send`` calls.
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from time import perf_counter
+from typing import Any, Callable
+
+from .controllers import bind, build_plan, controller_routes, dependencies_of, plan_needs_scope
+from .di import REQUEST, Container, RequestScope
+from .exceptions import HTTPException
+from .metrics import Metrics
+from .middleware import MiddlewareStack
+from .requests import DEFAULT_MAX_BODY, Request
+from .responses import CT_JSON, CT_TEXT, Response, StreamingResponse, json_bytes, problem
+from .routing import Router
+
+__all__ = ["App"]
+
+log = logging.getLogger("aquilia_app")
+_EMPTY: dict = {}
+UNMATCHED = "<unmatched>"
+
+
+class _Endpoint:
+    __slots__ = ("call", "status", "is_async")
+
+    def __init__(self, call, status):
+        self.call = call
+        self.status = status
+
+
+class _Pending:
+    __slots__ = ("fn", "cls", "attr", "status", "route")
+
+    def __init__(self, fn, cls, attr, status, route):
+        self.fn, self.cls, self.attr, self.status, self.route = fn, cls, attr, status, route
+
+
+def to_response(result: Any, status: int = 200) -> Response:
+    """Turn a handler's return value into a response (the ``serialize`` hot path)."""
+    if isinstance(result, (Response, StreamingResponse)):
+        return result
+    if result is None:
+        return Response(b"", 204 if status == 200 else status)
+    if isinstance(result, str):
+        return Response(result.encode(), status, None, CT_TEXT)
+    if isinstance(result, (bytes, bytearray, memoryview)):
+        return Response(bytes(result), status, None, b"application/octet-stream")
+    if hasattr(result, "__aiter__"):
+        return StreamingResponse(result, status)
+    return Response(json_bytes(result), status, None, CT_JSON)
+
+
+class App:
+    def __init__(self, *, container: Container | None = None, max_body_size: int = DEFAULT_MAX_BODY,
+                 max_header_bytes: int = 16384, max_headers: int = 100,
+                 metrics: Metrics | None = None, debug: bool = False):
+        self.router = Router()
+        self.container = container if container is not None else Container()
+        self.middleware = MiddlewareStack()
+        self.max_body = max_body_size
+        self.max_header_bytes = max_header_bytes
+        self.max_headers = max_headers
+        self.metrics = metrics
+        self.debug = debug
+        self._pending: list[_Pending] = []
+        self._startup_hooks: list[Callable] = []
+        self._shutdown_hooks: list[Callable] = []
+        self._controllers: dict = {}  # class -> instance (app-lifetime controllers)
+        self._compiled = False
+        self._started = False
+        self._start_lock: asyncio.Lock | None = None
+        self._n = 0
+        self._static: dict = {}
+        self._asgi = self._boot
+        self._not_found = problem(404, "Not Found", "no route matches this path")
+
+    # -- registration -------------------------------------------------------------------------
+    def route(self, pattern: str, methods=("GET",), *, name: str | None = None, status: int = 200):
+        def deco(fn):
+            r = self.router.add(pattern, methods, None, name)
+            self._pending.append(_Pending(fn, None, None, status, r))
+            return fn
+
+        return deco
+
+    def get(self, pattern: str, **kw):
+        return self.route(pattern, ("GET",), **kw)
+
+    def post(self, pattern: str, **kw):
+        return self.route(pattern, ("POST",), **kw)
+
+    def put(self, pattern: str, **kw):
+        return self.route(pattern, ("PUT",), **kw)
+
+    def patch(self, pattern: str, **kw):
+        return self.route(pattern, ("PATCH",), **kw)
+
+    def delete(self, pattern: str, **kw):
+        return self.route(pattern, ("DELETE",), **kw)
+
+    def controller(self, cls):
+        prefix = getattr(cls, "prefix", "") or ""
+        found = controller_routes(cls)
+        if not found:
+            raise TypeError(f"controller {cls.__qualname__} declares no routes")
+        for attr, pattern, methods, name, status in found:
+            full = prefix.rstrip("/") + pattern if prefix else pattern
+            if full == "":
+                full = "/"
+            r = self.router.add(full, methods, None, name)
+            self._pending.append(_Pending(getattr(cls, attr), cls, attr, status, r))
+        return cls
+
+    def add_middleware(self, factory, priority: int = 100, **options):
+        self.middleware.add(factory, priority, **options)
+
+    def on_startup(self, fn):
+        self._startup_hooks.append(fn)
+        return fn
+
+    def on_shutdown(self, fn):
+        self._shutdown_hooks.append(fn)
+        return fn
+
+    def url_for(self, name: str, /, **params) -> str:
+        return self.router.url_for(name, **params)
+
+    # -- compilation (once) -------------------------------------------------------------------
+    def compile(self) -> "App":
+        if self._compiled:
+            return self
+        c = self.container.compile()
+        ctl_deps: dict = {}
+        for p in self._pending:
+            plan = build_plan(p.fn, p.route.parsed.params, c, skip_self=p.cls is not None)
+            for kind, pname, extra, _ in plan:
+                if kind == 3:  # P_DEP
+                    c.check(((pname, extra),), p.fn.__qualname__)
+            if p.cls is not None and p.cls not in ctl_deps:
+                deps = dependencies_of(p.cls)
+                c.check(deps, p.cls.__qualname__)
+                ctl_deps[p.cls] = deps
+            p.route.endpoint = _Endpoint(self._make_call(p, plan, ctl_deps.get(p.cls)), p.status)
+        self.router.compile()
+        self._static = self.router._static
+        self._chain = self.middleware.build(self._core)
+        self._compiled = True
+        return self
+
+    def _make_call(self, p: _Pending, plan: tuple, cdeps):
+        fn, cls, c = p.fn, p.cls, self.container
+        is_async = inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn)
+        if inspect.isasyncgenfunction(fn):
+            is_async = False  # calling it returns the async iterator -> streamed
+        per_request_ctl = cls is not None and c.needs_request_scope(cdeps)
+        needs_scope = per_request_ctl or plan_needs_scope(plan, c) or any(e[0] == 3 for e in plan)
+        controllers = self._controllers
+
+        if not needs_scope and not plan and cls is None:
+            if is_async:
+                async def call0(req, hot):
+                    return await fn()
+            else:
+                async def call0(req, hot):
+                    return fn()
+            return call0
+
+        if not needs_scope:
+            async def call_plain(req, hot):
+                kwargs = await bind(plan, req, None) if plan else _EMPTY
+                if cls is not None:
+                    r = fn(controllers[cls], **kwargs)
+                else:
+                    r = fn(**kwargs)
+                return await r if is_async else r
+            return call_plain
+
+        async def call_scoped(req, hot):
+            t = perf_counter() if hot is not None else 0.0
+            scope = req.state = RequestScope(c)
+            if cls is not None:
+                if per_request_ctl:
+                    inst = cls(**{n: await scope.resolve(tok) for n, tok in cdeps})
+                else:
+                    inst = controllers[cls]
+                kwargs = await bind(plan, req, scope)
+                if hot is not None:
+                    hot.observe_hot("di_scope", perf_counter() - t)
+                r = fn(inst, **kwargs)
+            else:
+                kwargs = await bind(plan, req, scope)
+                if hot is not None:
+                    hot.observe_hot("di_scope", perf_counter() - t)
+                r = fn(**kwargs)
+            return await r if is_async else r
+        return call_scoped
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    async def startup(self) -> None:
+        if self._started:
+            return
+        self.compile()
+        await self.container.startup()
+        for p in self._pending:
+            cls = p.cls
+            if cls is not None and cls not in self._controllers:
+                deps = dependencies_of(cls)
+                if not self.container.needs_request_scope(deps):
+                    self._controllers[cls] = cls(**{n: await self.container.resolve(t) for n, t in deps})
+        for hook in self._startup_hooks:
+            r = hook()
+            if inspect.isawaitable(r):
+                await r
+        if self.metrics is not None:
+            self.metrics.start()
+        self._started = True
+        self._asgi = self._chain
+
+    async def shutdown(self) -> None:
+        if not self._started:
+            return
+        self._started = False
+        for hook in reversed(self._shutdown_hooks):
+            try:
+                r = hook()
+                if inspect.isawaitable(r):
+                    await r
+            except Exception:
+                log.exception("shutdown hook failed")
+        if self.metrics is not None:
+            await self.metrics.stop()
+        await self.container.shutdown()
+        self._controllers.clear()
+
+    async def __call__(self, scope, receive, send) -> None:
+        await self._asgi(scope, receive, send)
+
+    async def _boot(self, scope, receive, send) -> None:
+        # Before start-up: the lifespan goes through the chain once compiled; a server without
+        # lifespan support starts the app on its first request.
+        self.compile()
+        if scope["type"] != "lifespan" and not self._started:
+            if self._start_lock is None:
+                self._start_lock = asyncio.Lock()
+            async with self._start_lock:
+                await self.startup()
+        await self._chain(scope, receive, send)
+
+    async def _lifespan(self, receive, send) -> None:
+        while True:
+            msg = await receive()
+            t = msg["type"]
+            if t == "lifespan.startup":
+                try:
+                    await self.startup()
+                except Exception as e:
+                    log.exception("start-up failed")
+                    await send({"type": "lifespan.startup.failed", "message": f"{type(e).__name__}: {e}"})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif t == "lifespan.shutdown":
+                try:
+                    await self.shutdown()
+                except Exception as e:
+                    await send({"type": "lifespan.shutdown.failed", "message": f"{type(e).__name__}: {e}"})
+                    return
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    # -- the request path ---------------------------------------------------------------------
+    async def _core(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            if scope["type"] == "lifespan":
+                return await self._lifespan(receive, send)
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1003})
+            return
+        metrics = self.metrics
+        t0 = perf_counter()
+        hot = None
+        if metrics is not None:
+            n = self._n = self._n + 1
+            if not (n & metrics.sample_mask):
+                hot = metrics
+        method = scope["method"]
+        path = scope["path"]
+        route = None
+        slot = self._static.get(path)
+        if slot is not None:
+            hit = slot.get(method)
+            if hit is not None:
+                route = hit[0]
+                params = _EMPTY
+        if route is None:
+            m = self.router.match(method, path)
+            route = m.route
+            params = m.params
+        if hot is not None:
+            t1 = perf_counter()
+            hot.observe_hot("route_match", t1 - t0)
+        req = None
+        exc = None
+        headers = scope["headers"]
+        hsize = 0
+        for hk, hv in headers:
+            hsize += len(hk) + len(hv)
+        if hsize > self.max_header_bytes or len(headers) > self.max_headers:
+            label = UNMATCHED
+            resp = problem(431, "Request Header Fields Too Large",
+                           f"at most {self.max_headers} headers and {self.max_header_bytes} bytes")
+        elif route is None:
+            label = UNMATCHED
+            if m.status == 404:
+                resp = self._not_found
+            else:
+                resp = problem(405, "Method Not Allowed", f"{method} is not allowed here",
+                               headers=[("allow", ", ".join(m.allow))])
+        else:
+            label = route.pattern
+            ep = route.endpoint
+            scope["app"] = self
+            req = Request(scope, receive, params, self.max_body)
+            try:
+                result = await ep.call(req, hot)
+                if hot is not None:
+                    t2 = perf_counter()
+                    hot.observe_hot("handler", t2 - t1)
+                    resp = result if result.__class__ is Response else to_response(result, ep.status)
+                    hot.observe_hot("serialize", perf_counter() - t2)
+                else:
+                    resp = result if result.__class__ is Response else to_response(result, ep.status)
+            except HTTPException as e:
+                exc = e
+                resp = problem(e.status, e.title, e.detail, errors=e.errors, headers=e.headers)
+            except Exception as e:
+                exc = e
+                log.exception("unhandled error in %s %s", method, label)
+                resp = problem(500, "Internal Server Error", f"{type(e).__name__}: {e}" if self.debug else None)
+        try:
+            await resp(scope, receive, send)
+        except Exception as e:  # e.g. a streaming generator that failed mid-way
+            exc = exc or e
+            log.exception("error while sending the response to %s %s", method, label)
+        finally:
+            if req is not None and req.state is not None:
+                try:
+                    await req.state.aclose(exc)
+                except Exception:
+                    log.exception("request-scope teardown failed")
+        if metrics is not None:
+            metrics.observe_request(label, method, resp.status, perf_counter() - t0)

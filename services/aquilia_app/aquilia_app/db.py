@@ -1,0 +1,98 @@
+"""A small async-friendly SQLite pool: N sqlite3 connections, each used by one thread at a time.
+
+``await pool.acquire()`` hands out a :class:`Connection` (an ``asyncio.Queue`` of idle connections);
+its methods run the sqlite3 call in the pool's own ``ThreadPoolExecutor`` (as many threads as
+connections) so the event loop never blocks on disk.  WAL mode lets readers run beside a writer.
+"""
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+__all__ = ["SQLitePool", "Connection"]
+
+
+class Connection:
+    __slots__ = ("_raw", "_pool")
+
+    def __init__(self, raw: sqlite3.Connection, pool: "SQLitePool"):
+        self._raw = raw
+        self._pool = pool
+
+    def _run(self, fn, *args):
+        return asyncio.get_running_loop().run_in_executor(self._pool._executor, fn, *args)
+
+    async def fetchall(self, sql: str, params: tuple = ()) -> list[dict]:
+        def work():
+            cur = self._raw.execute(sql, params)
+            cols = [d[0] for d in cur.description]
+            return [dict(zip(cols, row)) for row in cur.fetchall()]
+        return await self._run(work)
+
+    async def fetchone(self, sql: str, params: tuple = ()) -> dict | None:
+        def work():
+            cur = self._raw.execute(sql, params)
+            row = cur.fetchone()
+            return None if row is None else dict(zip([d[0] for d in cur.description], row))
+        return await self._run(work)
+
+    async def execute(self, sql: str, params: tuple = ()) -> tuple[int, int | None]:
+        """Run a write in its own transaction; returns (rowcount, lastrowid)."""
+        def work():
+            with self._raw:
+                cur = self._raw.execute(sql, params)
+                return cur.rowcount, cur.lastrowid
+        return await self._run(work)
+
+    async def executescript(self, script: str) -> None:
+        await self._run(self._raw.executescript, script)
+
+
+class SQLitePool:
+    def __init__(self, path: str, size: int = 4):
+        if size < 1:
+            raise ValueError("pool size must be >= 1")
+        self.path = path
+        self.size = size
+        self._executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix="sqlite")
+        self._idle: asyncio.Queue | None = None
+        self._all: list[sqlite3.Connection] = []
+
+    async def open(self) -> "SQLitePool":
+        loop = asyncio.get_running_loop()
+
+        def connect():
+            raw = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=10)
+            raw.execute("PRAGMA journal_mode=WAL")
+            raw.execute("PRAGMA synchronous=NORMAL")
+            raw.isolation_level = ""  # back to implicit transactions for `with conn:`
+            return raw
+
+        self._idle = asyncio.Queue()
+        for _ in range(self.size):
+            raw = await loop.run_in_executor(self._executor, connect)
+            self._all.append(raw)
+            self._idle.put_nowait(raw)
+        return self
+
+    async def acquire(self) -> Connection:
+        return Connection(await self._idle.get(), self)
+
+    def release(self, conn: Connection) -> None:
+        self._idle.put_nowait(conn._raw)
+
+    async def close(self) -> None:
+        loop = asyncio.get_running_loop()
+        for raw in self._all:
+            await loop.run_in_executor(self._executor, raw.close)
+        self._all.clear()
+        self._executor.shutdown(wait=False)
+
+    async def run(self, fn_name: str, *args: Any):
+        conn = await self.acquire()
+        try:
+            return await getattr(conn, fn_name)(*args)
+        finally:
+            self.release(conn)

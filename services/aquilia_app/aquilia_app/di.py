@@ -1,0 +1,321 @@
+"""Dependency injection: a container with singleton, app and request scopes.
+
+* A provider is a class (its ``__init__`` annotations name its dependencies), a sync or async function
+  (its parameter annotations name the dependencies), an async generator function or an
+  ``@asynccontextmanager`` function (teardown runs when the owning scope closes), or a ready value.
+* ``compile()`` runs once at start-up: it resolves every dependency token, rejects unknown tokens,
+  cycles and scope violations (a longer-lived provider may not depend on a shorter-lived one), and
+  builds a resolve plan per token: ``(kind, factory, deps, scope)``.
+* A :class:`RequestScope` holds a reference to the compiled plans and allocates only its cache and
+  (lazily) its teardown list, so creating one is O(1) whatever the number of providers.
+* Teardowns of a scope run in reverse order of creation at ``aclose()``, also when the request failed.
+
+Scopes: ``singleton`` (once per container, lives until the container closes), ``app`` (once per
+application start-up, closed at shutdown) and ``request``.
+"""
+from __future__ import annotations
+
+import contextlib
+import inspect
+import typing
+from typing import Any, Callable
+
+__all__ = [
+    "Container",
+    "RequestScope",
+    "DIError",
+    "CycleError",
+    "ScopeError",
+    "MissingDependency",
+    "SINGLETON",
+    "APP",
+    "REQUEST",
+]
+
+SINGLETON, APP, REQUEST = "singleton", "app", "request"
+_RANK = {SINGLETON: 0, APP: 1, REQUEST: 2}
+
+# plan kinds
+_VALUE, _SYNC, _ASYNC, _GEN, _CM = range(5)
+
+
+class DIError(Exception):
+    """Base class of every container error."""
+
+
+class MissingDependency(DIError, LookupError):
+    """A token that no provider gives."""
+
+
+class CycleError(DIError):
+    """Providers that depend on each other in a cycle."""
+
+
+class ScopeError(DIError):
+    """A provider depends on one with a shorter life (e.g. singleton -> request)."""
+
+
+def _hints(fn) -> dict:
+    try:
+        return typing.get_type_hints(fn)
+    except Exception:
+        return getattr(fn, "__annotations__", {}) or {}
+
+
+def dependencies_of(fn: Callable, skip_first: bool = False) -> tuple:
+    """The ``(param name, token)`` pairs of a callable's annotated parameters (introspected once)."""
+    target = fn.__init__ if inspect.isclass(fn) else fn
+    if target is object.__init__:
+        return ()
+    sig = inspect.signature(target)
+    hints = _hints(target)
+    out = []
+    params = list(sig.parameters.values())
+    if skip_first or inspect.isclass(fn):
+        params = params[1:]
+    for p in params:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        token = hints.get(p.name, p.annotation)
+        if token is inspect.Parameter.empty:
+            if p.default is not p.empty:
+                continue
+            raise DIError(f"parameter {p.name!r} of {fn!r} has no annotation to inject")
+        out.append((p.name, token))
+    return tuple(out)
+
+
+class _Provider:
+    __slots__ = ("token", "factory", "scope", "kind", "deps")
+
+    def __init__(self, token, factory, scope, kind, deps):
+        self.token, self.factory, self.scope, self.kind, self.deps = token, factory, scope, kind, deps
+
+
+def _kind_of(factory) -> int:
+    if inspect.isasyncgenfunction(factory):
+        return _GEN
+    if getattr(factory, "__wrapped__", None) is not None and inspect.isasyncgenfunction(factory.__wrapped__):
+        return _CM  # @asynccontextmanager
+    if inspect.iscoroutinefunction(factory):
+        return _ASYNC
+    return _SYNC
+
+
+class Container:
+    def __init__(self):
+        self._providers: dict[Any, _Provider] = {}
+        self._plans: dict[Any, tuple] = {}
+        self._values: dict[Any, Any] = {}  # singleton + app instances
+        self._exits: list = []  # teardowns of singleton/app providers
+        self._compiled = False
+
+    # -- registration -------------------------------------------------------------------------
+    def register(self, token, factory=None, *, scope: str = SINGLETON):
+        if self._compiled:
+            raise DIError("container already compiled")
+        if scope not in _RANK:
+            raise DIError(f"unknown scope {scope!r} (use singleton, app, request)")
+        factory = token if factory is None else factory
+        if not callable(factory):
+            raise DIError(f"provider for {token!r} is not callable; use value()")
+        kind = _kind_of(factory)
+        deps = dependencies_of(factory)
+        if kind == _GEN:  # wrap once here, not per resolve
+            factory, kind = contextlib.asynccontextmanager(factory), _CM
+        self._providers[token] = _Provider(token, factory, scope, kind, deps)
+        return factory
+
+    def value(self, token, instance):
+        if self._compiled:
+            raise DIError("container already compiled")
+        self._providers[token] = _Provider(token, instance, SINGLETON, _VALUE, ())
+
+    def provides(self, token=None, *, scope: str = SINGLETON):
+        """Decorator form: ``@container.provides(Token, scope="request")``."""
+
+        def deco(fn):
+            tok = token
+            if tok is None:
+                tok = _hints(fn).get("return")
+                if tok is None:
+                    raise DIError(f"{fn!r} needs a token or a return annotation")
+                origin = typing.get_origin(tok)
+                if origin is not None and typing.get_args(tok):  # AsyncIterator[T] -> T
+                    tok = typing.get_args(tok)[0]
+            self.register(tok, fn, scope=scope)
+            return fn
+
+        return deco
+
+    def __contains__(self, token) -> bool:
+        return token in self._providers
+
+    def scope_of(self, token) -> str:
+        return self._providers[token].scope
+
+    # -- compilation --------------------------------------------------------------------------
+    def compile(self) -> "Container":
+        if self._compiled:
+            return self
+        state: dict = {}  # token -> 1 visiting, 2 done
+
+        def visit(token, path):
+            st = state.get(token)
+            if st == 2:
+                return
+            if st == 1:
+                cyc = path[path.index(token):] + [token]
+                raise CycleError("dependency cycle: " + " -> ".join(_name(t) for t in cyc))
+            prov = self._providers.get(token)
+            if prov is None:
+                raise MissingDependency(f"no provider for {_name(token)} (needed by {_name(path[-1]) if path else '?'})")
+            state[token] = 1
+            for pname, dep in prov.deps:
+                dprov = self._providers.get(dep)
+                if dprov is None:
+                    raise MissingDependency(f"no provider for {_name(dep)} (parameter {pname!r} of {_name(token)})")
+                if _RANK[dprov.scope] > _RANK[prov.scope]:
+                    raise ScopeError(
+                        f"{prov.scope}-scoped {_name(token)} cannot depend on {dprov.scope}-scoped {_name(dep)}"
+                    )
+                visit(dep, path + [token])
+            state[token] = 2
+            self._plans[token] = (prov.kind, prov.factory, prov.deps, prov.scope)
+
+        for token in list(self._providers):
+            visit(token, [])
+        self._compiled = True
+        return self
+
+    def check(self, needs: tuple, consumer: str) -> None:
+        """Validate the tokens a consumer (controller, handler) needs, at start-up."""
+        for pname, token in needs:
+            if token not in self._providers:
+                raise MissingDependency(f"no provider for {_name(token)} (parameter {pname!r} of {consumer})")
+
+    def needs_request_scope(self, needs: tuple) -> bool:
+        return any(self._providers[t].scope == REQUEST for _, t in needs)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    async def startup(self) -> None:
+        """Create every singleton and app provider (eagerly, so failures show at start-up)."""
+        self.compile()
+        for token, plan in self._plans.items():
+            if plan[3] != REQUEST and token not in self._values:
+                await self._build(token, self._values, self._exits)
+
+    async def shutdown(self) -> None:
+        exits, self._exits = self._exits, []
+        self._values.clear()
+        await _run_exits(exits)
+
+    async def resolve(self, token):
+        """Resolve a singleton/app token (outside a request)."""
+        v = self._values.get(token, _MISSING)
+        if v is not _MISSING:
+            return v
+        if not self._compiled:
+            self.compile()
+        plan = self._plans.get(token)
+        if plan is None:
+            raise MissingDependency(f"no provider for {_name(token)}")
+        if plan[3] == REQUEST:
+            raise ScopeError(f"{_name(token)} is request-scoped: resolve it from a RequestScope")
+        return await self._build(token, self._values, self._exits)
+
+    def request_scope(self) -> "RequestScope":
+        return RequestScope(self)
+
+    async def _build(self, token, cache: dict, exits: list, scope: "RequestScope | None" = None):
+        kind, factory, deps, pscope = self._plans[token]
+        if kind == _VALUE:
+            cache[token] = factory
+            return factory
+        if deps:
+            kwargs = {}
+            for pname, dep in deps:
+                if scope is not None:
+                    kwargs[pname] = await scope.resolve(dep)
+                else:
+                    v = self._values.get(dep, _MISSING)
+                    kwargs[pname] = v if v is not _MISSING else await self._build(dep, self._values, self._exits)
+        else:
+            kwargs = _NOKW
+        if kind == _SYNC:
+            value = factory(**kwargs)
+        elif kind == _ASYNC:
+            value = await factory(**kwargs)
+        else:
+            cm = factory(**kwargs)
+            value = await cm.__aenter__()
+            exits.append(cm)
+        cache[token] = value
+        return value
+
+
+_MISSING = object()
+_NOKW: dict = {}
+
+
+class RequestScope:
+    """Per-request cache; shares the container's plans by reference (O(1) to create)."""
+
+    __slots__ = ("_c", "_cache", "_exits")
+
+    def __init__(self, container: Container):
+        self._c = container
+        self._cache = None
+        self._exits = None
+
+    async def resolve(self, token):
+        c = self._c
+        v = c._values.get(token, _MISSING)
+        if v is not _MISSING:
+            return v
+        cache = self._cache
+        if cache is None:
+            cache = self._cache = {}
+        else:
+            v = cache.get(token, _MISSING)
+            if v is not _MISSING:
+                return v
+        plan = c._plans.get(token)
+        if plan is None:
+            raise MissingDependency(f"no provider for {_name(token)}")
+        if plan[3] != REQUEST:
+            return await c._build(token, c._values, c._exits)
+        if plan[0] == _CM and self._exits is None:
+            self._exits = []
+        return await c._build(token, cache, self._exits, self)
+
+    async def aclose(self, exc: BaseException | None = None) -> None:
+        exits = self._exits
+        if exits:
+            self._exits = None
+            await _run_exits(exits, exc)
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, et, e, tb):
+        await self.aclose(e)
+
+
+async def _run_exits(exits: list, exc: BaseException | None = None) -> None:
+    first_error = None
+    for cm in reversed(exits):
+        try:
+            if exc is None:
+                await cm.__aexit__(None, None, None)
+            else:
+                await cm.__aexit__(type(exc), exc, exc.__traceback__)
+        except Exception as e:  # keep closing the others
+            if first_error is None and e is not exc:
+                first_error = e
+    if first_error is not None:
+        raise first_error
+
+
+def _name(token) -> str:
+    return getattr(token, "__qualname__", None) or repr(token)

@@ -1,0 +1,275 @@
+"""Route table compiled into a matcher.
+
+* Static routes (no parameters) are one ``dict`` lookup on the full path.
+* Dynamic routes live in a segment tree: each node has a dict of static children, a short list of typed
+  parameter children (sorted by specificity: int, uuid, float, slug, str; constrained before
+  unconstrained) and catch-all ``path`` leaves.  A lookup walks one node per path segment and only
+  backtracks among the parameter children of a node, so it never walks every route.
+* A miss (404) is usually decided after a couple of dict lookups; 405 with the ``Allow`` set is
+  computed on the miss path only.
+* Two routes that would answer the same requests (same shape, same method) raise
+  :class:`RouteConflict` when the router is compiled.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+from urllib.parse import quote
+
+from .patterns import NO, TYPE_ORDER, Param, parse
+
+__all__ = ["Route", "Router", "RouteConflict", "URLBuildError", "Match", "NOT_FOUND"]
+
+HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"})
+
+
+class RouteConflict(ValueError):
+    """Two routes are ambiguous (or a route name is reused)."""
+
+
+class URLBuildError(LookupError):
+    """``url_for`` got an unknown route name, missing/extra parameters or values that do not match."""
+
+
+class Route:
+    __slots__ = ("pattern", "methods", "endpoint", "name", "parsed", "meta")
+
+    def __init__(self, pattern: str, methods: Iterable[str], endpoint: Any, name: str | None = None, meta=None):
+        self.pattern = pattern
+        ms = tuple(dict.fromkeys(m.upper() for m in methods))
+        for m in ms:
+            if m not in HTTP_METHODS:
+                raise ValueError(f"unknown HTTP method {m!r} for {pattern!r}")
+        if not ms:
+            raise ValueError(f"route {pattern!r} has no methods")
+        self.methods = ms
+        self.endpoint = endpoint
+        self.name = name
+        self.parsed = parse(pattern)
+        self.meta = meta
+
+    def __repr__(self) -> str:
+        return f"Route({self.pattern!r}, {list(self.methods)!r}, name={self.name!r})"
+
+
+class _Node:
+    __slots__ = ("static", "params", "catchall", "methods")
+
+    def __init__(self):
+        self.static: dict[str, _Node] = {}
+        self.params: list = []  # [(Param, _Node)] sorted by specificity after compile
+        self.catchall: list = []  # [(Param, {method: (route, names)})]
+        self.methods: dict | None = None  # {method: (route, names)}
+
+
+def _specificity(p: Param):
+    return (TYPE_ORDER[p.type], -len(p.constraints), p.constraints)
+
+
+# Result of a lookup: (route, params) on a hit; status 404/405 with the allowed methods on a miss.
+class Match:
+    __slots__ = ("route", "params", "status", "allow")
+
+    def __init__(self, route, params, status=200, allow=()):
+        self.route = route
+        self.params = params
+        self.status = status
+        self.allow = allow
+
+
+NOT_FOUND = Match(None, None, 404)
+_EMPTY: dict = {}
+
+
+class Router:
+    def __init__(self):
+        self.routes: list[Route] = []
+        self._names: dict[str, Route] = {}
+        self._static: dict[str, dict] = {}
+        self._root = _Node()
+        self._compiled = False
+
+    # -- registration -------------------------------------------------------------------------
+    def add(self, pattern: str, methods: Iterable[str], endpoint: Any, name: str | None = None, meta=None) -> Route:
+        if self._compiled:
+            raise RuntimeError("router already compiled")
+        route = Route(pattern, methods, endpoint, name, meta)
+        if name is not None:
+            if name in self._names:
+                raise RouteConflict(f"route name {name!r} is used by {self._names[name].pattern!r} and {pattern!r}")
+            self._names[name] = route
+        self.routes.append(route)
+        return route
+
+    # -- compilation --------------------------------------------------------------------------
+    def compile(self) -> "Router":
+        if self._compiled:
+            return self
+        for route in self.routes:
+            for variant in route.parsed.variants:
+                names = tuple(s.name for s in variant if isinstance(s, Param))
+                if not names:
+                    path = "/" + "/".join(variant)
+                    slot = self._static.setdefault(path, {})
+                    self._put(slot, route, names, path)
+                    continue
+                node = self._root
+                for k, seg in enumerate(variant):
+                    if isinstance(seg, str):
+                        node = node.static.setdefault(seg, _Node())
+                    elif seg.type == "path":
+                        for p, slot in node.catchall:
+                            if p.signature == seg.signature:
+                                break
+                        else:
+                            slot = {}
+                            node.catchall.append((seg, slot))
+                        self._put(slot, route, names, route.pattern)
+                        node = None
+                        break
+                    else:
+                        for p, child in node.params:
+                            if p.signature == seg.signature:
+                                node = child
+                                break
+                        else:
+                            child = _Node()
+                            node.params.append((seg, child))
+                            node = child
+                if node is not None:
+                    if node.methods is None:
+                        node.methods = {}
+                    self._put(node.methods, route, names, route.pattern)
+        self._sort(self._root)
+        self._compiled = True
+        return self
+
+    @staticmethod
+    def _put(slot: dict, route: Route, names: tuple, shown: str):
+        for m in route.methods:
+            if m in slot:
+                other = slot[m][0]
+                raise RouteConflict(
+                    f"ambiguous routes: {m} {other.pattern!r} and {m} {route.pattern!r} match the same paths ({shown!r})"
+                )
+            slot[m] = (route, names)
+
+    def _sort(self, node: _Node):
+        node.params.sort(key=lambda pc: _specificity(pc[0]))
+        node.catchall.sort(key=lambda pc: _specificity(pc[0]))
+        for child in node.static.values():
+            self._sort(child)
+        for _, child in node.params:
+            self._sort(child)
+
+    # -- matching -----------------------------------------------------------------------------
+    def match(self, method: str, path: str) -> Match:
+        """Find the route for ``method path``.  Never raises for any str input."""
+        slot = self._static.get(path)
+        if slot is not None:
+            hit = slot.get(method)
+            if hit is not None:
+                return Match(hit[0], _EMPTY)
+            if method == "HEAD":
+                hit = slot.get("GET")
+                if hit is not None:
+                    return Match(hit[0], _EMPTY)
+        segs = path[1:].split("/")
+        values: list = []
+        hit = _walk(self._root, segs, 0, len(segs), method, values)
+        if hit is None and method == "HEAD":
+            hit = _walk(self._root, segs, 0, len(segs), "GET", values)
+        if hit is not None:
+            route, names = hit
+            params = dict(zip(names, values))
+            if len(names) != len(route.parsed.params):
+                for n in route.parsed.params:
+                    params.setdefault(n, None)
+            return Match(route, params)
+        # Miss: which methods would have matched the path?
+        allow: set = set()
+        if slot is not None:
+            allow.update(slot)
+        _allowed(self._root, segs, 0, len(segs), allow)
+        if allow:
+            if "GET" in allow:
+                allow.add("HEAD")
+            return Match(None, None, 405, tuple(sorted(allow)))
+        return NOT_FOUND
+
+    # -- URL building -------------------------------------------------------------------------
+    def url_for(self, name: str, /, **params: Any) -> str:
+        route = self._names.get(name)
+        if route is None:
+            raise URLBuildError(f"no route named {name!r}")
+        given = {k for k, v in params.items() if v is not None}
+        for variant in sorted(route.parsed.variants, key=len, reverse=True):
+            names = {s.name for s in variant if isinstance(s, Param)}
+            if names != given:
+                continue
+            parts = []
+            for seg in variant:
+                if isinstance(seg, str):
+                    parts.append(quote(seg, safe="/:@!$&'()*+,;=-._~"))
+                    continue
+                value = params[seg.name]
+                text = str(value).lower() if isinstance(value, bool) else str(value)
+                if seg.cast(text) is NO:
+                    raise URLBuildError(
+                        f"value {value!r} for {seg.name!r} does not match {seg.type} {dict(seg.constraints) or ''}".rstrip()
+                    )
+                parts.append(quote(text, safe="/" if seg.type == "path" else "-._~"))
+            return "/" + "/".join(parts)
+        raise URLBuildError(
+            f"route {name!r} ({route.pattern!r}) has no form with exactly the parameters {sorted(given)!r}"
+        )
+
+
+def _walk(node: _Node, segs: list, i: int, n: int, method: str, values: list):
+    if i == n:
+        ms = node.methods
+        if ms is not None:
+            return ms.get(method)
+        return None
+    seg = segs[i]
+    child = node.static.get(seg)
+    if child is not None:
+        hit = _walk(child, segs, i + 1, n, method, values)
+        if hit is not None:
+            return hit
+    for p, child in node.params:
+        v = p.cast(seg)
+        if v is not NO:
+            values.append(v)
+            hit = _walk(child, segs, i + 1, n, method, values)
+            if hit is not None:
+                return hit
+            values.pop()
+    if node.catchall:
+        rest = "/".join(segs[i:])
+        for p, slot in node.catchall:
+            hit = slot.get(method)
+            if hit is not None:
+                v = p.cast(rest)
+                if v is not NO:
+                    values.append(v)
+                    return hit
+    return None
+
+
+def _allowed(node: _Node, segs: list, i: int, n: int, out: set):
+    if i == n:
+        if node.methods:
+            out.update(node.methods)
+        return
+    seg = segs[i]
+    child = node.static.get(seg)
+    if child is not None:
+        _allowed(child, segs, i + 1, n, out)
+    for p, child in node.params:
+        if p.cast(seg) is not NO:
+            _allowed(child, segs, i + 1, n, out)
+    if node.catchall:
+        rest = "/".join(segs[i:])
+        for p, slot in node.catchall:
+            if p.cast(rest) is not NO:
+                out.update(slot)

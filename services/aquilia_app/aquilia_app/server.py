@@ -1,0 +1,112 @@
+"""Command line: serve the reference app (or any ``module:attr`` ASGI app) with a production server.
+
+    python -m aquilia_app --host 127.0.0.1 --port 8081 --workers 1 [--server uvicorn|granian]
+
+``--port 0`` binds an ephemeral port; the bound address is printed as
+``aquilia_app listening on http://HOST:PORT`` once the socket is bound.  With ``--workers N > 1`` the
+Prometheus client runs in multiprocess mode (``PROMETHEUS_MULTIPROC_DIR``, a fresh temp dir unless
+set) so ``/metrics`` aggregates every worker, and all workers share one SQLite file.
+"""
+from __future__ import annotations
+
+import argparse
+import atexit
+import glob
+import os
+import shutil
+import socket
+import sys
+import tempfile
+
+DEFAULT_PORT = 8081
+DEFAULT_SERVER = "uvicorn"
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="aquilia_app", description="Serve the aquilia_app reference app.")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help="0 = ephemeral (the bound port is printed)")
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--server", choices=("uvicorn", "granian"), default=DEFAULT_SERVER)
+    p.add_argument("--app", default="aquilia_app.app:app", help="ASGI app as module:attribute")
+    p.add_argument("--db", default=None, help="SQLite file (default: a fresh temp file)")
+    p.add_argument("--no-metrics", action="store_true", help="turn instrumentation and /metrics off")
+    p.add_argument("--max-body", type=int, default=None, help="request body limit in bytes (default 1 MiB)")
+    p.add_argument("--log-level", default="warning")
+    a = p.parse_args(argv)
+    if not 0 <= a.port <= 65535:
+        p.error("--port must be between 0 and 65535")
+    if a.workers < 1:
+        p.error("--workers must be >= 1")
+    if a.max_body is not None and a.max_body < 0:
+        p.error("--max-body must be >= 0")
+    return a
+
+
+def _prepare_env(a: argparse.Namespace) -> None:
+    if a.no_metrics:
+        os.environ["AQUILIA_APP_METRICS"] = "0"
+    if a.max_body is not None:
+        os.environ["AQUILIA_APP_MAX_BODY"] = str(a.max_body)
+    if a.db:
+        os.environ["AQUILIA_APP_DB"] = a.db
+    elif not os.environ.get("AQUILIA_APP_DB"):
+        d = tempfile.mkdtemp(prefix="aquilia_app_db_")
+        atexit.register(shutil.rmtree, d, True)
+        os.environ["AQUILIA_APP_DB"] = os.path.join(d, "items.sqlite3")
+    if a.workers > 1 and not a.no_metrics:
+        mdir = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+        if mdir:
+            os.makedirs(mdir, exist_ok=True)
+            for f in glob.glob(os.path.join(mdir, "*.db")):
+                os.unlink(f)
+        else:
+            mdir = tempfile.mkdtemp(prefix="aquilia_app_prom_")
+            atexit.register(shutil.rmtree, mdir, True)
+            os.environ["PROMETHEUS_MULTIPROC_DIR"] = mdir
+
+
+def _announce(host: str, port: int) -> None:
+    print(f"aquilia_app listening on http://{host}:{port}", flush=True)
+
+
+def serve_uvicorn(a: argparse.Namespace) -> None:
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    config = uvicorn.Config(a.app, host=a.host, port=a.port, workers=a.workers, loop="uvloop", http="httptools",
+                            lifespan="on", log_level=a.log_level, access_log=False, server_header=False,
+                            ws="none", backlog=2048, proxy_headers=False)
+    sock = config.bind_socket()
+    _announce(a.host, sock.getsockname()[1])
+    server = uvicorn.Server(config)
+    if a.workers == 1:
+        server.run(sockets=[sock])
+    else:
+        Multiprocess(config, target=server.run, sockets=[sock]).run()
+
+
+def serve_granian(a: argparse.Namespace) -> None:
+    from granian import Granian
+    from granian.constants import HTTPModes, Interfaces, Loops
+
+    port = a.port
+    if port == 0:  # granian binds itself: pick a free port first
+        with socket.socket(socket.AF_INET6 if ":" in a.host else socket.AF_INET) as s:
+            s.bind((a.host, 0))
+            port = s.getsockname()[1]
+    _announce(a.host, port)
+    Granian(a.app, address=a.host, port=port, interface=Interfaces.ASGI, workers=a.workers, loop=Loops.uvloop,
+            http=HTTPModes.http1, websockets=False, log_enabled=a.log_level in ("debug", "info"),
+            backlog=2048).serve()
+
+
+def main(argv=None) -> int:
+    a = parse_args(argv)
+    _prepare_env(a)
+    try:
+        (serve_uvicorn if a.server == "uvicorn" else serve_granian)(a)
+    except OSError as e:
+        print(f"aquilia_app: cannot serve on {a.host}:{a.port}: {e}", file=sys.stderr)
+        return 2
+    return 0
