@@ -1,0 +1,368 @@
+/**
+ * Output buffer and response builder.
+ *
+ * Responses are written straight into the connection's write buffer: the
+ * status line comes from a table built at compile time, the Date line from
+ * the per-thread cache, and the body is appended in place. Small bodies known
+ * up front take the direct path (`send`); generated bodies are streamed into
+ * the buffer (`begin` / `put...` / `finish`) and their Content-Length is
+ * patched in afterwards.
+ */
+module aurora.response;
+
+import core.stdc.stdlib : realloc, free;
+import core.stdc.string : memcpy, memmove;
+import aurora.date : dateLine;
+
+@nogc nothrow:
+
+/// A growable byte buffer on the C heap (never the GC heap).
+struct Buffer
+{
+@nogc nothrow:
+    ubyte* ptr;
+    size_t len;
+    size_t cap;
+    bool failed;   /// an allocation failed; the contents are incomplete
+
+    @disable this(this);
+
+    /// Make room for `extra` more bytes.
+    bool reserve(size_t extra)
+    {
+        if (len + extra <= cap)
+            return true;
+        size_t n = cap ? cap * 2 : 4096;
+        while (n < len + extra)
+            n *= 2;
+        auto p = cast(ubyte*) realloc(ptr, n);
+        if (p is null)
+        {
+            failed = true;
+            return false;
+        }
+        ptr = p;
+        cap = n;
+        return true;
+    }
+
+    /// Give back memory above `keep` bytes of capacity when empty.
+    void shrink(size_t keep)
+    {
+        if (len == 0 && cap > keep)
+        {
+            free(ptr);
+            ptr = null;
+            cap = 0;
+        }
+    }
+
+    void release()
+    {
+        free(ptr);
+        ptr = null;
+        len = cap = 0;
+    }
+
+    void put(const(void)[] s)
+    {
+        if (!reserve(s.length))
+            return;
+        memcpy(ptr + len, s.ptr, s.length);
+        len += s.length;
+    }
+
+    void putChar(char c)
+    {
+        if (!reserve(1))
+            return;
+        ptr[len++] = c;
+    }
+
+    void putUint(ulong v)
+    {
+        char[20] tmp;
+        put(formatUint(v, tmp));
+    }
+
+    void putInt(long v)
+    {
+        if (v < 0)
+        {
+            putChar('-');
+            putUint(cast(ulong)(-(v + 1)) + 1);
+        }
+        else
+            putUint(v);
+    }
+
+    /// Drop the first `n` bytes (after a partial write).
+    void consume(size_t n)
+    {
+        if (n >= len)
+            len = 0;
+        else
+        {
+            memmove(ptr, ptr + n, len - n);
+            len -= n;
+        }
+    }
+
+    const(ubyte)[] data() const return { return ptr[0 .. len]; }
+}
+
+/// Decimal digits of `v`, written at the end of `tmp`.
+const(char)[] formatUint(ulong v, return ref char[20] tmp) pure
+{
+    size_t i = tmp.length;
+    do
+    {
+        tmp[--i] = cast(char)('0' + v % 10);
+        v /= 10;
+    }
+    while (v);
+    return tmp[i .. $];
+}
+
+string reasonPhrase(int code) pure
+{
+    switch (code)
+    {
+    case 100: return "Continue";
+    case 101: return "Switching Protocols";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 202: return "Accepted";
+    case 204: return "No Content";
+    case 206: return "Partial Content";
+    case 301: return "Moved Permanently";
+    case 302: return "Found";
+    case 304: return "Not Modified";
+    case 307: return "Temporary Redirect";
+    case 308: return "Permanent Redirect";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 411: return "Length Required";
+    case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
+    case 417: return "Expectation Failed";
+    case 422: return "Unprocessable Content";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Unknown";
+    }
+}
+
+/// "HTTP/1.1 200 OK\r\nServer: aurora\r\n" for every code 100..599, built at compile time.
+private immutable string[500] statusLines = () {
+    string[500] t;
+    foreach (code; 100 .. 600)
+    {
+        char[3] d = [cast(char)('0' + code / 100), cast(char)('0' + code / 10 % 10),
+                     cast(char)('0' + code % 10)];
+        t[code - 100] = "HTTP/1.1 " ~ d.idup ~ " " ~ reasonPhrase(code) ~ "\r\nServer: aurora\r\n";
+    }
+    return t;
+}();
+
+string statusLine(int code) pure
+{
+    if (code < 100 || code > 599)
+        code = 500;
+    return statusLines[code - 100];
+}
+
+private enum clWidth = 10; // room reserved for a streamed Content-Length
+
+/// Builds one response into a connection's write buffer.
+struct Response
+{
+@nogc nothrow:
+    Buffer* buf;
+    bool headOnly;      /// HEAD request: headers only, Content-Length of the GET
+    bool keepAlive;     /// false: add "Connection: close"
+    ushort status;
+    bool done;
+
+    private size_t clPos;
+    private size_t bodyStart;
+
+    this(Buffer* b, bool head, bool keep)
+    {
+        buf = b;
+        headOnly = head;
+        keepAlive = keep;
+    }
+
+    private void head(ushort code, const(char)[] contentType, const(char)[] extraHeaders)
+    {
+        status = code;
+        buf.put(statusLine(code));
+        buf.put(dateLine());
+        if (!keepAlive)
+            buf.put("Connection: close\r\n");
+        if (contentType.length)
+        {
+            buf.put("Content-Type: ");
+            buf.put(contentType);
+            buf.put("\r\n");
+        }
+        if (extraHeaders.length)
+            buf.put(extraHeaders); // each line ends with CRLF
+    }
+
+    /// Direct path: whole response with a body known up front.
+    void send(ushort code, const(char)[] contentType, const(void)[] body,
+              const(char)[] extraHeaders = null)
+    {
+        buf.reserve(160 + contentType.length + extraHeaders.length + body.length);
+        head(code, contentType, extraHeaders);
+        buf.put("Content-Length: ");
+        buf.putUint(body.length);
+        buf.put("\r\n\r\n");
+        if (!headOnly)
+            buf.put(body);
+        done = true;
+    }
+
+    /// Streaming path: write headers, then the body with put*, then finish().
+    void begin(ushort code, const(char)[] contentType, const(char)[] extraHeaders = null)
+    {
+        head(code, contentType, extraHeaders);
+        buf.put("Content-Length: ");
+        clPos = buf.len;
+        buf.put("          \r\n\r\n"[0 .. clWidth + 4]);
+        bodyStart = buf.len;
+    }
+
+    void put(const(char)[] s) { buf.put(s); }
+    void put(const(ubyte)[] s) { buf.put(s); }
+    void putChar(char c) { buf.putChar(c); }
+    void putUint(ulong v) { buf.putUint(v); }
+    void putInt(long v) { buf.putInt(v); }
+
+    /// A JSON string literal with the escapes RFC 8259 requires.
+    void putJsonString(const(char)[] s)
+    {
+        static immutable hex = "0123456789abcdef";
+        buf.reserve(s.length + 2);
+        buf.putChar('"');
+        size_t run = 0;
+        foreach (i, char c; s)
+        {
+            if (c >= 0x20 && c != '"' && c != '\\')
+                continue;
+            buf.put(s[run .. i]);
+            run = i + 1;
+            switch (c)
+            {
+            case '"': buf.put(`\"`); break;
+            case '\\': buf.put(`\\`); break;
+            case '\n': buf.put(`\n`); break;
+            case '\r': buf.put(`\r`); break;
+            case '\t': buf.put(`\t`); break;
+            default:
+                char[6] u = `\u00  `;
+                u[4] = hex[c >> 4];
+                u[5] = hex[c & 15];
+                buf.put(u[]);
+            }
+        }
+        buf.put(s[run .. $]);
+        buf.putChar('"');
+    }
+
+    /// Patch the Content-Length in and close the streamed response.
+    void finish()
+    {
+        if (buf.failed)
+            return;
+        const n = buf.len - bodyStart;
+        char[20] tmp;
+        const digits = formatUint(n, tmp);
+        auto p = buf.ptr + clPos;
+        memcpy(p, digits.ptr, digits.length);
+        const gap = clWidth - digits.length;
+        if (headOnly)
+        {
+            memcpy(p + digits.length, "\r\n\r\n".ptr, 4);
+            buf.len = clPos + digits.length + 4;
+        }
+        else if (gap)
+        {
+            memmove(p + digits.length, p + clWidth, buf.len - (clPos + clWidth));
+            buf.len -= gap;
+        }
+        done = true;
+    }
+}
+
+unittest
+{
+    Buffer b;
+    scope (exit) b.release();
+    auto r = Response(&b, false, true);
+    r.send(200, "text/plain", "Hello, World!");
+    auto s = cast(const(char)[]) b.data;
+    assert(s[0 .. 17] == "HTTP/1.1 200 OK\r\n");
+    assert(s[17 .. 33] == "Server: aurora\r\n");
+    assert(s[33 .. 39] == "Date: " && s[68 .. 70] == "\r\n");
+    assert(s[70 .. $] == "Content-Type: text/plain\r\nContent-Length: 13\r\n\r\nHello, World!");
+}
+
+unittest
+{   // streamed body: Content-Length patched, body moved into place
+    Buffer b;
+    scope (exit) b.release();
+    b.put("previous");
+    auto r = Response(&b, false, false);
+    r.begin(404, "application/json");
+    r.putChar('{');
+    r.putJsonString("a\"b\\\n\x01");
+    r.put(":");
+    r.putInt(-42);
+    r.putChar('}');
+    r.finish();
+    auto s = cast(const(char)[]) b.data;
+    assert(s[0 .. 8] == "previous");
+    assert(s[8 .. 40] == "HTTP/1.1 404 Not Found\r\nServer: ");
+    import std.algorithm.searching : canFind, endsWith;
+    assert(s.canFind("Connection: close\r\n"));
+    enum body = `{"a\"b\\\n\u0001":-42}`;
+    assert(s.endsWith("Content-Type: application/json\r\nContent-Length: 22\r\n\r\n" ~ body));
+    assert(body.length == 22);
+}
+
+unittest
+{   // HEAD: same headers, no body
+    Buffer b;
+    scope (exit) b.release();
+    auto r = Response(&b, true, true);
+    r.begin(200, "text/plain");
+    r.put("12345");
+    r.finish();
+    import std.algorithm.searching : endsWith;
+    assert((cast(const(char)[]) b.data).endsWith("Content-Length: 5\r\n\r\n"));
+    b.len = 0;
+    r = Response(&b, true, true);
+    r.send(200, "text/plain", "abc");
+    assert((cast(const(char)[]) b.data).endsWith("Content-Length: 3\r\n\r\n"));
+}
+
+unittest
+{
+    assert(statusLine(431) == "HTTP/1.1 431 Request Header Fields Too Large\r\nServer: aurora\r\n");
+    char[20] t;
+    assert(formatUint(0, t) == "0" && formatUint(18446744073709551615UL, t) == "18446744073709551615");
+}

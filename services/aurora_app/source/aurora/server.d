@@ -1,0 +1,663 @@
+/**
+ * The event loop: N worker threads, each with its own epoll instance and its
+ * own SO_REUSEPORT listener, so a connection lives and dies on one thread and
+ * the request path shares nothing.
+ *
+ * Per readable event a worker reads what the socket holds, parses every
+ * complete request in the buffer (pipelining), appends each response to the
+ * connection's write buffer in order, and sends the batch with one write.
+ * Sockets are non-blocking and registered once, edge-triggered, for both
+ * directions; with no traffic a worker sleeps in epoll_wait (no busy polling;
+ * with open connections it wakes at most a few times a second for timeouts).
+ */
+module aurora.server;
+
+import core.atomic;
+import core.stdc.errno;
+import core.stdc.stdlib : calloc, free, realloc;
+import core.stdc.string : memmove;
+import core.sys.linux.epoll;
+import core.sys.linux.sys.eventfd : eventfd, EFD_NONBLOCK, EFD_CLOEXEC;
+import core.sys.linux.time : clock_gettime, timespec, CLOCK_MONOTONIC, CLOCK_MONOTONIC_COARSE;
+import core.sys.posix.netinet.in_;
+import core.sys.posix.netinet.tcp : TCP_NODELAY;
+import core.sys.posix.sys.socket;
+import core.sys.posix.unistd : read, write, close;
+import core.sys.posix.arpa.inet : inet_pton;
+
+import aurora.date : refreshDate;
+import aurora.metrics;
+import aurora.parser;
+import aurora.response;
+import aurora.router;
+
+extern (C) int accept4(int, sockaddr*, socklen_t*, int) nothrow @nogc;
+private enum SOCK_NONBLOCK_ = 0x800, SOCK_CLOEXEC_ = 0x80000;
+
+struct ServerConfig
+{
+    string host = "127.0.0.1";
+    ushort port = 8083;
+    uint workers = 0;                 /// 0: one per CPU this process may run on
+    Limits limits;
+    uint headerTimeoutMs = 10_000;    /// whole header section must arrive within this
+    uint idleTimeoutMs = 30_000;      /// keep-alive idle / no-progress timeout
+    uint drainTimeoutMs = 10_000;     /// graceful shutdown: give up after this
+    uint lingerMs = 2_000;            /// after a closing response, wait for the peer's FIN
+    uint maxConnections = 20_000;     /// over all workers; more get 503 and are closed
+    int backlog = 4096;
+}
+
+private enum size_t readChunk = 4096;       // initial read buffer, growth step
+private enum size_t highWater = 256 * 1024; // stop parsing while this much output waits
+private enum size_t keepBuffer = 64 * 1024; // idle connections give back bigger buffers
+private enum ulong idListener = 1, idWake = 2;
+
+private shared int liveConnections;
+
+private immutable string busyResponse =
+    "HTTP/1.1 503 Service Unavailable\r\nServer: aurora\r\nConnection: close\r\n"
+    ~ "Content-Type: text/plain\r\nContent-Length: 25\r\n\r\nconnection limit reached\n";
+private immutable string continueResponse = "HTTP/1.1 100 Continue\r\n\r\n";
+
+struct Connection
+{
+    int fd;
+    size_t slot;
+    Buffer rbuf;
+    Buffer wbuf;
+    size_t rconsumed;     // bytes of rbuf already answered
+    size_t wsent;         // bytes of wbuf already written
+    Parser parser;
+    long lastActivityMs;
+    long requestStartMs;  // first byte of the current request
+    long lingerUntilMs;
+    bool inRequest;       // some bytes of an unanswered request are buffered
+    bool closeAfterWrite;
+    bool lingering;       // response sent, write side shut, waiting for EOF
+    bool writeBlocked;
+    bool readPaused;      // stopped parsing/reading because of output backpressure
+    bool peerClosed;
+    bool sentContinue;
+    Connection* nextFree;
+}
+
+long monoMs() @nogc nothrow
+{
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1_000_000;
+}
+
+ulong monoNs() @nogc nothrow
+{
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1_000_000_000UL + ts.tv_nsec;
+}
+
+/// Publish the calling worker's GC allocation counter (used by /metrics).
+void publishGcCounter() @nogc nothrow
+{
+    if (currentWorker !is null)
+        atomicStore!(MemoryOrder.raw)(currentWorker.metrics.gcAllocated, gcAllocatedInThisThread());
+}
+
+private Worker* currentWorker; // thread-local
+
+struct Worker
+{
+    int id;
+    int epfd = -1;
+    int listenFd = -1;
+    int wakeFd = -1;
+    const(ServerConfig)* cfg;
+    const(Router)* router;
+    WorkerMetrics* metrics;
+
+    Connection** conns;
+    size_t nconns, capConns;
+    Connection* freeList;
+
+    Request req;
+    Params params;
+    long nowMs;
+    bool shuttingDown;
+    long drainDeadlineMs;
+
+@nogc nothrow:
+
+    /// Set up epoll for an already bound, listening, non-blocking socket.
+    bool setup(int lfd)
+    {
+        listenFd = lfd;
+        epfd = epoll_create1(EPOLL_CLOEXEC);
+        wakeFd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (epfd < 0 || wakeFd < 0)
+            return false;
+        epoll_event ev;
+        ev.events = EPOLLIN;
+        ev.data.u64 = idListener;
+        if (epoll_ctl(epfd, EPOLL_CTL_ADD, listenFd, &ev) != 0)
+            return false;
+        ev.data.u64 = idWake;
+        return epoll_ctl(epfd, EPOLL_CTL_ADD, wakeFd, &ev) == 0;
+    }
+
+    /// Ask the worker (from any thread) to shut down gracefully.
+    void wake() shared
+    {
+        ulong one = 1;
+        write((cast(Worker*)&this).wakeFd, &one, one.sizeof);
+    }
+
+    void run()
+    {
+        currentWorker = &this;
+        epoll_event[256] events;
+        nowMs = monoMs();
+        long lastSweep = nowMs;
+        uint minTimeout = cfg.headerTimeoutMs < cfg.idleTimeoutMs ? cfg.headerTimeoutMs : cfg.idleTimeoutMs;
+        int sweepEvery = cast(int)(minTimeout / 4);
+        if (sweepEvery < 10) sweepEvery = 10;
+        if (sweepEvery > 1000) sweepEvery = 1000;
+        publishGcCounter();
+
+        for (;;)
+        {
+            if (shuttingDown && nconns == 0)
+                break;
+            // no connections: sleep until something happens
+            const timeout = nconns ? sweepEvery : -1;
+            const n = epoll_wait(epfd, events.ptr, cast(int) events.length, timeout);
+            if (n < 0 && errno != EINTR)
+                break;
+            nowMs = monoMs();
+            refreshDate();
+            foreach (ref ev; events[0 .. n > 0 ? n : 0])
+            {
+                if (ev.data.u64 == idListener)
+                    acceptAll();
+                else if (ev.data.u64 == idWake)
+                    beginShutdown();
+                else
+                    onEvent(cast(Connection*) ev.data.ptr, ev.events);
+            }
+            if (nowMs - lastSweep >= sweepEvery)
+            {
+                lastSweep = nowMs;
+                sweep();
+            }
+        }
+        foreach_reverse (i; 0 .. nconns)
+            closeConn(conns[i]);
+        while (freeList)
+        {
+            auto c = freeList;
+            freeList = c.nextFree;
+            free(c);
+        }
+        free(conns);
+        if (listenFd >= 0)
+            close(listenFd);
+        close(wakeFd);
+        close(epfd);
+        publishGcCounter();
+    }
+
+private:
+    void acceptAll()
+    {
+        while (!shuttingDown)
+        {
+            const fd = accept4(listenFd, null, null, SOCK_NONBLOCK_ | SOCK_CLOEXEC_);
+            if (fd < 0)
+            {
+                if (errno == EINTR || errno == ECONNABORTED)
+                    continue;
+                return; // EAGAIN, or out of descriptors (retried on the next event)
+            }
+            if (atomicOp!"+="(liveConnections, 1) > cfg.maxConnections)
+            {
+                atomicOp!"-="(liveConnections, 1);
+                atomicOp!"+="(metrics.rejected, 1);
+                write(fd, busyResponse.ptr, busyResponse.length);
+                shutdown(fd, SHUT_WR);
+                close(fd);
+                continue;
+            }
+            int one = 1;
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, one.sizeof);
+            auto c = newConn();
+            if (c is null)
+            {
+                atomicOp!"-="(liveConnections, 1);
+                close(fd);
+                continue;
+            }
+            c.fd = fd;
+            c.lastActivityMs = nowMs;
+            epoll_event ev;
+            ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+            ev.data.ptr = c;
+            if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
+            {
+                closeConn(c);
+                continue;
+            }
+            atomicOp!"+="(metrics.accepted, 1);
+            atomicOp!"+="(metrics.connections, 1);
+        }
+    }
+
+    Connection* newConn()
+    {
+        if (nconns == capConns)
+        {
+            const ncap = capConns ? capConns * 2 : 256;
+            auto p = cast(Connection**) realloc(conns, ncap * (Connection*).sizeof);
+            if (p is null)
+                return null;
+            conns = p;
+            capConns = ncap;
+        }
+        Connection* c;
+        if (freeList)
+        {
+            c = freeList;
+            freeList = c.nextFree;
+        }
+        else
+        {
+            c = cast(Connection*) calloc(1, Connection.sizeof);
+            if (c is null)
+                return null;
+        }
+        // keep the buffers of a recycled connection, reset everything else
+        auto rb = c.rbuf.ptr, rc = c.rbuf.cap, wb = c.wbuf.ptr, wc = c.wbuf.cap;
+        *c = Connection.init;
+        c.rbuf.ptr = rb;
+        c.rbuf.cap = rc;
+        c.wbuf.ptr = wb;
+        c.wbuf.cap = wc;
+        c.parser.limits = cfg.limits;
+        c.slot = nconns;
+        conns[nconns++] = c;
+        return c;
+    }
+
+    void closeConn(Connection* c)
+    {
+        close(c.fd); // also removes it from the epoll set
+        c.fd = -1;
+        atomicOp!"-="(liveConnections, 1);
+        atomicOp!"-="(metrics.connections, 1);
+        // unlink: move the last connection into this slot
+        auto last = conns[--nconns];
+        conns[c.slot] = last;
+        last.slot = c.slot;
+        c.rbuf.shrink(keepBuffer);
+        c.wbuf.shrink(keepBuffer);
+        c.rbuf.len = c.wbuf.len = 0;
+        c.rbuf.failed = c.wbuf.failed = false;
+        c.nextFree = freeList;
+        freeList = c;
+    }
+
+    void onEvent(Connection* c, uint ev)
+    {
+        if (ev & EPOLLERR)
+        {
+            closeConn(c);
+            return;
+        }
+        if ((ev & EPOLLOUT) && c.writeBlocked)
+        {
+            if (!flush(c))
+                return; // closed
+            if (c.writeBlocked)
+                return;
+            if (c.readPaused)
+            {
+                c.readPaused = false;
+                onReadable(c);
+                return;
+            }
+        }
+        if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP))
+            onReadable(c);
+    }
+
+    /// Read, parse and answer; one write per batch of responses.
+    void onReadable(Connection* c)
+    {
+        if (c.lingering)
+        {
+            drainLinger(c);
+            return;
+        }
+        const hardCap = cfg.limits.maxHeaderBytes + cfg.limits.maxBody + 2 * readChunk;
+        for (;;)
+        {
+            process(c); // requests left over from a batch paused by backpressure
+            while (!c.readPaused && !c.closeAfterWrite && !c.peerClosed)
+            {
+                if (c.rbuf.cap - c.rbuf.len < readChunk / 4)
+                {
+                    if (c.rbuf.len >= hardCap || !c.rbuf.reserve(readChunk))
+                    {
+                        sendError(c, 431, "request too large");
+                        break;
+                    }
+                }
+                const space = c.rbuf.cap - c.rbuf.len;
+                const n = read(c.fd, c.rbuf.ptr + c.rbuf.len, space);
+                if (n > 0)
+                {
+                    c.rbuf.len += n;
+                    c.lastActivityMs = nowMs;
+                    if (!c.inRequest)
+                    {
+                        c.inRequest = true;
+                        c.requestStartMs = nowMs;
+                    }
+                    process(c);
+                    if (cast(size_t) n < space)
+                        break; // drained: edge-triggered epoll reports new data
+                }
+                else if (n == 0)
+                    c.peerClosed = true;
+                else if (errno == EINTR)
+                    continue;
+                else if (errno == EAGAIN || errno == EWOULDBLOCK)
+                    break;
+                else
+                {
+                    closeConn(c);
+                    return;
+                }
+            }
+            if (!flush(c))
+                return;
+            if (c.readPaused && !c.writeBlocked && !c.lingering)
+            {
+                c.readPaused = false;
+                continue;
+            }
+            break;
+        }
+        if (c.peerClosed && !c.writeBlocked && !c.lingering)
+            closeConn(c);
+    }
+
+    /// Parse and answer every complete request in the read buffer.
+    void process(Connection* c)
+    {
+        while (!c.closeAfterWrite)
+        {
+            if (c.wbuf.len - c.wsent >= highWater)
+            {
+                c.readPaused = true;
+                break;
+            }
+            const start = c.rconsumed;
+            if (start == c.rbuf.len)
+                break;
+            size_t len = c.rbuf.len - start;
+            const st = c.parser.parse(c.rbuf.ptr + start, len, req);
+            c.rbuf.len = start + len; // chunked decoding may have squeezed the tail
+            if (st == ParseStatus.needMore)
+            {
+                if (c.parser.expectContinue && !c.sentContinue)
+                {
+                    c.sentContinue = true;
+                    c.wbuf.put(continueResponse);
+                }
+                break;
+            }
+            if (st == ParseStatus.error)
+            {
+                sendError(c, c.parser.errorStatus, c.parser.errorReason);
+                break;
+            }
+            dispatch(c);
+            c.rconsumed = start + c.parser.consumed;
+            c.parser.reset();
+            c.sentContinue = false;
+            c.requestStartMs = nowMs;
+            if (!req.keepAlive || shuttingDown)
+                c.closeAfterWrite = true;
+        }
+        // move a partial request to the front of the buffer
+        if (c.rconsumed == c.rbuf.len)
+        {
+            c.rbuf.len = 0;
+            c.rconsumed = 0;
+            c.inRequest = false;
+        }
+        else if (c.rconsumed > 0 && !c.readPaused)
+        {
+            memmove(c.rbuf.ptr, c.rbuf.ptr + c.rconsumed, c.rbuf.len - c.rconsumed);
+            c.rbuf.len -= c.rconsumed;
+            c.rconsumed = 0;
+        }
+    }
+
+    void dispatch(Connection* c)
+    {
+        const t0 = monoNs();
+        auto res = Response(&c.wbuf, req.method == Method.HEAD, req.keepAlive && !shuttingDown);
+        const m = router.match(req.method, req.path, params);
+        size_t label;
+        if (m.route >= 0)
+        {
+            router.routes[m.route].handler(req, res, params);
+            if (!res.done)
+                res.send(500, "text/plain", "handler sent no response\n");
+            label = m.route;
+        }
+        else
+        {
+            label = unmatchedRoute();
+            if (m.allowHeader.length)
+                res.send(405, "text/plain", "method not allowed\n", m.allowHeader);
+            else
+                res.send(404, "text/plain", "not found\n");
+        }
+        observe(metrics, label, req.method, res.status, monoNs() - t0);
+    }
+
+    void sendError(Connection* c, ushort status, const(char)[] reason)
+    {
+        auto res = Response(&c.wbuf, false, false);
+        res.begin(status, "text/plain");
+        res.put(reason);
+        res.putChar('\n');
+        res.finish();
+        observe(metrics, invalidRoute(), Method.OTHER, status, 0);
+        c.closeAfterWrite = true;
+        c.rbuf.len = c.rconsumed = 0;
+        c.inRequest = false;
+    }
+
+    /// Write out the batch; false if the connection was closed.
+    bool flush(Connection* c)
+    {
+        if (c.wbuf.failed)
+        {
+            closeConn(c);
+            return false;
+        }
+        while (c.wsent < c.wbuf.len)
+        {
+            const n = write(c.fd, c.wbuf.ptr + c.wsent, c.wbuf.len - c.wsent);
+            if (n > 0)
+            {
+                c.wsent += n;
+                c.lastActivityMs = nowMs;
+            }
+            else if (n < 0 && errno == EINTR)
+                continue;
+            else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            {
+                c.writeBlocked = true;
+                return true;
+            }
+            else
+            {
+                closeConn(c);
+                return false;
+            }
+        }
+        c.wbuf.len = c.wsent = 0;
+        c.writeBlocked = false;
+        if (c.closeAfterWrite && !c.lingering)
+        {
+            // half-close, then read until the peer's FIN so our response is
+            // not destroyed by a reset caused by unread request bytes
+            shutdown(c.fd, SHUT_WR);
+            c.lingering = true;
+            c.lingerUntilMs = nowMs + cfg.lingerMs;
+            drainLinger(c);
+            return c.fd >= 0 ? true : false;
+        }
+        if (!c.inRequest)
+        {
+            c.rbuf.shrink(keepBuffer);
+            c.wbuf.shrink(keepBuffer);
+        }
+        return true;
+    }
+
+    void drainLinger(Connection* c)
+    {
+        ubyte[512] sink;
+        for (;;)
+        {
+            const n = read(c.fd, sink.ptr, sink.length);
+            if (n > 0)
+                continue;
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                return;
+            closeConn(c);
+            return;
+        }
+    }
+
+    void sweep()
+    {
+        long bufBytes = 0;
+        foreach_reverse (i; 0 .. nconns)
+        {
+            auto c = conns[i];
+            if (c.lingering)
+            {
+                if (nowMs >= c.lingerUntilMs)
+                    closeConn(c);
+                continue;
+            }
+            if (shuttingDown && nowMs >= drainDeadlineMs)
+            {
+                closeConn(c);
+                continue;
+            }
+            const idleFor = nowMs - c.lastActivityMs;
+            if (c.writeBlocked)
+            {
+                if (idleFor >= cfg.idleTimeoutMs)
+                    closeConn(c);
+            }
+            else if (c.inRequest && !c.parser.headComplete)
+            {
+                if (nowMs - c.requestStartMs >= cfg.headerTimeoutMs)
+                    timeoutRequest(c);
+            }
+            else if (c.inRequest)
+            {
+                if (idleFor >= cfg.idleTimeoutMs)
+                    timeoutRequest(c);
+            }
+            else if (idleFor >= cfg.idleTimeoutMs || shuttingDown)
+                closeConn(c);
+            else
+                bufBytes += c.rbuf.cap + c.wbuf.cap;
+        }
+        atomicStore!(MemoryOrder.raw)(metrics.bufferBytes, bufBytes);
+        publishGcCounter();
+    }
+
+    void timeoutRequest(Connection* c)
+    {
+        sendError(c, 408, "request timeout");
+        flush(c);
+    }
+
+    void beginShutdown()
+    {
+        ulong v;
+        read(wakeFd, &v, v.sizeof);
+        if (shuttingDown)
+            return;
+        shuttingDown = true;
+        drainDeadlineMs = nowMs + cfg.drainTimeoutMs;
+        // stop accepting
+        close(listenFd);
+        listenFd = -1;
+        // idle keep-alive connections go now; busy ones after their response
+        foreach_reverse (i; 0 .. nconns)
+        {
+            auto c = conns[i];
+            if (!c.inRequest && !c.writeBlocked && !c.lingering)
+                closeConn(c);
+        }
+    }
+}
+
+/// Create, bind and listen one SO_REUSEPORT socket; returns fd or -1.
+int openListener(string host, ushort port, int backlog, ref ushort boundPort,
+                 out string error) nothrow
+{
+    import std.string : toStringz;
+
+    const fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK_ | SOCK_CLOEXEC_, 0);
+    if (fd < 0)
+    {
+        error = "socket() failed";
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, one.sizeof);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, one.sizeof);
+    sockaddr_in sa;
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(port);
+    const(char)* h;
+    try
+        h = toStringz(host == "localhost" ? "127.0.0.1" : host);
+    catch (Exception)
+        return -1;
+    if (inet_pton(AF_INET, h, &sa.sin_addr) != 1)
+    {
+        error = "invalid IPv4 address for --host: " ~ host;
+        close(fd);
+        return -1;
+    }
+    if (bind(fd, cast(sockaddr*)&sa, sa.sizeof) != 0)
+    {
+        error = "cannot bind the address (in use or not permitted)";
+        close(fd);
+        return -1;
+    }
+    if (listen(fd, backlog) != 0)
+    {
+        error = "listen() failed";
+        close(fd);
+        return -1;
+    }
+    socklen_t l = sa.sizeof;
+    getsockname(fd, cast(sockaddr*)&sa, &l);
+    boundPort = ntohs(sa.sin_port);
+    return fd;
+}
