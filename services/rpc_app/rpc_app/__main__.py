@@ -35,6 +35,8 @@ def parse_args(argv=None):
     p.add_argument("--compress-min-bytes", type=int, default=1024)
     p.add_argument("--ping-interval", type=float, default=20.0)
     p.add_argument("--ping-timeout", type=float, default=20.0)
+    p.add_argument("--send-timeout", type=float, default=10.0,
+                   help="drop a client that has not read a response for this many seconds")
     p.add_argument("--sample-every", type=int, default=64, help="time 1 call in N stage by stage (power of 2)")
     p.add_argument("--log-level", default="WARNING")
     args = p.parse_args(argv)
@@ -52,7 +54,8 @@ async def amain(args) -> None:
                     rate_limit=RateLimit(args.rate_limit, args.rate_burst) if args.rate_limit > 0 else None)
     cfg = ServerConfig(host=args.host, port=args.port, limits=limits, max_in_flight=args.max_in_flight,
                        compression=not args.no_compression, compress_min_bytes=args.compress_min_bytes,
-                       ping_interval=args.ping_interval or None, ping_timeout=args.ping_timeout or None)
+                       ping_interval=args.ping_interval or None, ping_timeout=args.ping_timeout or None,
+                       send_timeout=args.send_timeout)
     server = RpcServer(engine, cfg, metrics)
     port = await server.start()
     print(f"rpc_app listening on ws://{args.host}:{port}/ (metrics: http://{args.host}:{port}/metrics)",

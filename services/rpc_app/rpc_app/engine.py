@@ -98,6 +98,8 @@ class Engine:
                 self.limits.check(msg, flags)
         except _Fail as f:
             return self._fail_bytes(f)
+        except LimitExceeded as exc:
+            return self._limit_fail(msg, exc)
         if type(msg) is dict:
             out = self._dispatch(msg, session)
             if type(out) is tuple:
@@ -367,6 +369,12 @@ class Engine:
     def _count_fail(self, f: _Fail) -> None:
         self._count(f.method, f.outcome)
 
+    def _limit_fail(self, msg, exc: LimitExceeded) -> bytes:
+        rid = msg.get("id") if type(msg) is dict else None
+        if type(rid) not in _ID_TYPES:
+            rid = None
+        return self._fail_bytes(_Fail(rid, exc, INVALID, "limit"))
+
     def _fail_bytes(self, f: _Fail) -> bytes | None:
         self._count_fail(f)
         if f.rid is _MISSING:
@@ -388,6 +396,8 @@ class Engine:
             m.h_validate.observe(t2 - t1)
         except _Fail as f:
             return self._fail_bytes(f)
+        except LimitExceeded as exc:
+            return self._limit_fail(msg, exc)
         if type(msg) is dict:
             out = self._dispatch(msg, session)
         else:

@@ -57,6 +57,7 @@ class MethodSpec:
         checks: dict[str, tuple] = {}
         self.var_positional = False
         self.var_keyword = False
+        ctx_slot = False
         for p in params:
             ann = hints.get(p.name, p.annotation)
             if ann is RpcContext or (p.name == "ctx" and ann is inspect.Parameter.empty):
@@ -65,14 +66,16 @@ class MethodSpec:
                 if self.ctx_param is not None:
                     raise TypeError(f"rpc method {name!r}: more than one RpcContext parameter")
                 self.ctx_param = p.name
+                if p.kind is p.POSITIONAL_OR_KEYWORD:
+                    ctx_slot = True  # later params cannot be filled by position
                 continue
             if p.kind is p.VAR_POSITIONAL:
-                self.var_positional = True
+                self.var_positional = not ctx_slot
                 continue
             if p.kind is p.VAR_KEYWORD:
                 self.var_keyword = True
                 continue
-            if p.kind is not p.KEYWORD_ONLY:
+            if p.kind is not p.KEYWORD_ONLY and not ctx_slot:
                 positional.append(p.name)
             if p.kind is not p.POSITIONAL_ONLY:
                 names.add(p.name)
@@ -80,10 +83,6 @@ class MethodSpec:
                 required.append(p.name)
             if ann in _SIMPLE_TYPES:
                 checks[p.name] = (_SIMPLE_TYPES[ann], ann)
-        if self.ctx_param is not None and self.ctx_param in positional:
-            # Context must come after every positional param that a client may fill.
-            idx = positional.index(self.ctx_param)
-            positional = positional[:idx]
         self.positional = tuple(positional)
         self.required = tuple(required)
         self.n_required = sum(1 for r in required if r in positional)

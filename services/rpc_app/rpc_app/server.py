@@ -8,7 +8,8 @@
 * Responses over ``fragment_bytes`` are sent as several frames.
 * ``GET /metrics`` on the same port answers the Prometheus text format; ``GET /healthz`` says ok.
 * Clients that stop reading: writes wait (``write_limit``), reads stop (bounded in-flight),
-  and the keepalive ping times out: the connection is closed (1011), the server stays healthy.
+  and a send blocked for ``send_timeout`` seconds drops the connection (the server stays healthy).
+  Silent peers are also caught by the keepalive ping (close code 1011).
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class ServerConfig:
     close_timeout: float = 5.0
     max_queue: int = 16
     write_limit: int = 64 * 1024
+    send_timeout: float = 10.0
     metrics_path: str = "/metrics"
 
 
@@ -92,6 +94,8 @@ class RpcServer:
         if path == self.config.metrics_path and self.metrics is not None:
             resp = connection.respond(http.HTTPStatus.OK, "")
             resp.body = self.metrics.render()
+            del resp.headers["Content-Type"]
+            del resp.headers["Content-Length"]
             resp.headers["Content-Type"] = CONTENT_TYPE
             resp.headers["Content-Length"] = str(len(resp.body))
             return resp
@@ -106,12 +110,29 @@ class RpcServer:
         cfg = self.config
         frag = cfg.fragment_bytes
 
+        transport = ws.transport
+        wlimit = cfg.write_limit
+        send_timeout = cfg.send_timeout
+        stuck = []
+
         async def send(data: bytes) -> None:
+            if len(data) <= frag and transport.get_write_buffer_size() <= wlimit:
+                await ws.send(data, text=True)  # fast path: will not wait for the peer
+                return
+            # may wait for the peer to read: bounded by send_timeout
             if len(data) > frag:
                 view = memoryview(data)
-                await ws.send([view[i:i + frag] for i in range(0, len(data), frag)], text=True)
+                message = [view[i:i + frag] for i in range(0, len(data), frag)]
             else:
-                await ws.send(data, text=True)
+                message = data
+            try:
+                await asyncio.wait_for(ws.send(message, text=True), send_timeout)
+            except asyncio.TimeoutError:
+                if not stuck:
+                    stuck.append(True)
+                    log.warning("peer %s did not read for %.1fs: dropping it", ws.remote_address, send_timeout)
+                    transport.abort()
+                raise ConnectionError("send timeout") from None
 
         scope = {"type": "websocket", "path": ws.request.path if ws.request else "/",
                  "client": ws.remote_address, "headers": list(ws.request.headers.raw_items()) if ws.request else []}
@@ -131,10 +152,11 @@ class RpcServer:
         finally:
             cancelled = session.close()
             self.sessions.discard(session)
-            rcvd = ws.close_rcvd
-            code = rcvd.code if rcvd is not None else (ws.close_sent.code if ws.close_sent else 1006)
-            if code not in (1000, 1001):
-                reason = str(code)
+            code = ws.close_code
+            if stuck:
+                reason = "send_timeout"
+            elif code not in (1000, 1001):
+                reason = str(code if code is not None else 1006)
             if m is not None:
                 m.open_connections.dec()
                 m.closed(reason)
