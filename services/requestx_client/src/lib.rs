@@ -1,1 +1,823 @@
+//! Native core of `requestx_client`: one shared tokio runtime, TLS configurations built once,
+//! connection pools shared by every clone of a client, response bodies kept as `bytes::Bytes`.
+//!
+//! The Python layer (`requestx_client/*.py`) does the requests-compatible API work (params,
+//! auth, cookies, redirects); this module only sends one HTTP exchange at a time.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+
+mod tls;
+
+// ---------------------------------------------------------------------------------------------
+// Shared runtime
+
+static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+
+fn runtime() -> &'static tokio::runtime::Runtime {
+    RUNTIME.get_or_init(|| {
+        let workers = std::env::var("REQUESTX_CLIENT_WORKERS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(1);
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .thread_name("requestx-io")
+            .enable_all()
+            .build()
+            .expect("tokio runtime")
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exceptions: the classes live in requestx_client.exceptions (requests' hierarchy).
+
+#[derive(Debug, Clone, Copy)]
+enum ErrKind {
+    Connection,
+    ConnectTimeout,
+    ReadTimeout,
+    Timeout,
+    Ssl,
+    InvalidUrl,
+    InvalidSchema,
+    MissingSchema,
+    InvalidHeader,
+    ChunkedEncoding,
+    ContentDecoding,
+    Proxy,
+    Request,
+}
+
+impl ErrKind {
+    fn class_name(self) -> &'static str {
+        match self {
+            ErrKind::Connection => "ConnectionError",
+            ErrKind::ConnectTimeout => "ConnectTimeout",
+            ErrKind::ReadTimeout => "ReadTimeout",
+            ErrKind::Timeout => "Timeout",
+            ErrKind::Ssl => "SSLError",
+            ErrKind::InvalidUrl => "InvalidURL",
+            ErrKind::InvalidSchema => "InvalidSchema",
+            ErrKind::MissingSchema => "MissingSchema",
+            ErrKind::InvalidHeader => "InvalidHeader",
+            ErrKind::ChunkedEncoding => "ChunkedEncodingError",
+            ErrKind::ContentDecoding => "ContentDecodingError",
+            ErrKind::Proxy => "ProxyError",
+            ErrKind::Request => "RequestException",
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Failure {
+    kind: ErrKind,
+    msg: String,
+}
+
+impl Failure {
+    fn new(kind: ErrKind, msg: impl Into<String>) -> Self {
+        Failure { kind, msg: msg.into() }
+    }
+
+    fn into_pyerr(self, py: Python<'_>) -> PyErr {
+        static MODULE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+        let module = MODULE.get_or_try_init(py, || {
+            py.import("requestx_client.exceptions").map(|m| m.unbind())
+        });
+        match module.and_then(|m| m.bind(py).getattr(self.kind.class_name())) {
+            Ok(cls) => match cls.call1((self.msg.clone(),)) {
+                Ok(exc) => PyErr::from_value(exc),
+                Err(e) => e,
+            },
+            Err(_) => PyRuntimeError::new_err(self.msg),
+        }
+    }
+}
+
+fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = vec![err.to_string()];
+    let mut src = err.source();
+    while let Some(e) = src {
+        let s = e.to_string();
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+        src = e.source();
+    }
+    parts.join(": ")
+}
+
+fn is_tls_error(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = src {
+        if e.is::<rustls::Error>() {
+            return true;
+        }
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            if let Some(inner) = io.get_ref() {
+                if inner.is::<rustls::Error>() {
+                    return true;
+                }
+            }
+        }
+        src = e.source();
+    }
+    false
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Phase {
+    Send,
+    Body,
+}
+
+fn classify(err: reqwest::Error, phase: Phase, via_proxy: bool) -> Failure {
+    let msg = error_chain(&err);
+    let kind = if err.is_timeout() {
+        if err.is_connect() {
+            ErrKind::ConnectTimeout
+        } else {
+            ErrKind::ReadTimeout
+        }
+    } else if is_tls_error(&err) {
+        ErrKind::Ssl
+    } else if err.is_decode() {
+        ErrKind::ContentDecoding
+    } else if err.is_builder() {
+        ErrKind::InvalidUrl
+    } else if phase == Phase::Body || err.is_body() {
+        ErrKind::ChunkedEncoding
+    } else if err.is_connect() && via_proxy {
+        ErrKind::Proxy
+    } else {
+        ErrKind::Connection
+    };
+    Failure::new(kind, msg)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Client configuration: one reqwest::Client (and pool) per distinct setting, shared by clones.
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Verify {
+    Yes,
+    No,
+    CaBundle(String),
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Key {
+    connect_ms: Option<u64>,
+    read_ms: Option<u64>,
+    verify: Verify,
+    proxies: Option<Vec<(String, String)>>,
+}
+
+struct Inner {
+    clients: Mutex<HashMap<Key, reqwest::Client>>,
+    trust_env: bool,
+    pool_max_idle_per_host: usize,
+    pool_idle_timeout: Option<Duration>,
+}
+
+impl Inner {
+    fn client_for(&self, key: &Key) -> Result<reqwest::Client, Failure> {
+        let mut map = self.clients.lock().unwrap();
+        if let Some(c) = map.get(key) {
+            return Ok(c.clone());
+        }
+        let client = self.build(key)?;
+        map.insert(key.clone(), client.clone());
+        Ok(client)
+    }
+
+    fn build(&self, key: &Key) -> Result<reqwest::Client, Failure> {
+        let tls_config = match &key.verify {
+            Verify::Yes => tls::verifying().clone(),
+            Verify::No => tls::not_verifying().clone(),
+            Verify::CaBundle(path) => tls::with_bundle(path)?,
+        };
+        let mut b = reqwest::Client::builder()
+            .tls_backend_preconfigured(tls_config)
+            .redirect(reqwest::redirect::Policy::none())
+            .referer(false)
+            .tcp_nodelay(true)
+            .http1_only()
+            .http1_title_case_headers()
+            .pool_max_idle_per_host(self.pool_max_idle_per_host)
+            .pool_idle_timeout(self.pool_idle_timeout)
+            .user_agent(concat!("requestx-client/", env!("CARGO_PKG_VERSION")));
+        if let Some(ms) = key.connect_ms {
+            b = b.connect_timeout(Duration::from_millis(ms));
+        }
+        if let Some(ms) = key.read_ms {
+            b = b.read_timeout(Duration::from_millis(ms));
+        }
+        match &key.proxies {
+            Some(list) => {
+                b = b.no_proxy();
+                for (scheme, url) in list {
+                    let p = match scheme.as_str() {
+                        "http" => reqwest::Proxy::http(url),
+                        "https" => reqwest::Proxy::https(url),
+                        _ => reqwest::Proxy::all(url),
+                    }
+                    .map_err(|e| Failure::new(ErrKind::InvalidUrl, format!("invalid proxy URL {url:?}: {e}")))?;
+                    b = b.proxy(p);
+                }
+            }
+            None if !self.trust_env => b = b.no_proxy(),
+            None => {}
+        }
+        b.build()
+            .map_err(|e| Failure::new(ErrKind::Request, format!("cannot build the HTTP client: {}", error_chain(&e))))
+    }
+}
+
+fn secs_to_ms(v: Option<f64>, what: &str) -> PyResult<Option<u64>> {
+    match v {
+        None => Ok(None),
+        Some(s) if s.is_finite() && s > 0.0 => Ok(Some(((s * 1000.0).ceil() as u64).max(1))),
+        Some(s) => Err(PyValueError::new_err(format!(
+            "{what} timeout must be a positive number of seconds or None, got {s}"
+        ))),
+    }
+}
+
+/// Python `bytes` owned by a `Bytes` without copying: the object is kept alive and immutable.
+struct PyBytesOwner {
+    _obj: Py<PyBytes>,
+    ptr: *const u8,
+    len: usize,
+}
+// SAFETY: a bytes object is immutable and the reference keeps it alive; its buffer never moves.
+unsafe impl Send for PyBytesOwner {}
+unsafe impl Sync for PyBytesOwner {}
+impl AsRef<[u8]> for PyBytesOwner {
+    fn as_ref(&self) -> &[u8] {
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+fn bytes_from_py(b: &Bound<'_, PyBytes>) -> Bytes {
+    let slice = b.as_bytes();
+    if slice.len() < 4096 {
+        // small bodies: a copy is cheaper than the owner allocation + refcount dance on drop
+        return Bytes::copy_from_slice(slice);
+    }
+    Bytes::from_owner(PyBytesOwner { ptr: slice.as_ptr(), len: slice.len(), _obj: b.clone().unbind() })
+}
+
+struct Prepared {
+    client: reqwest::Client,
+    request: reqwest::Request,
+    total: Option<Duration>,
+    stream: bool,
+    via_proxy: bool,
+}
+
+fn parse_url(url: &str) -> Result<reqwest::Url, Failure> {
+    let parsed = match reqwest::Url::parse(url) {
+        Ok(u) => u,
+        Err(url::ParseError::RelativeUrlWithoutBase) => {
+            return Err(Failure::new(
+                ErrKind::MissingSchema,
+                format!("Invalid URL {url:?}: No scheme supplied. Perhaps you meant https://{url}?"),
+            ))
+        }
+        Err(e) => return Err(Failure::new(ErrKind::InvalidUrl, format!("Invalid URL {url:?}: {e}"))),
+    };
+    match parsed.scheme() {
+        "http" | "https" => {}
+        other => {
+            return Err(Failure::new(
+                ErrKind::InvalidSchema,
+                format!("No connection adapters were found for {url:?} (scheme {other:?})"),
+            ))
+        }
+    }
+    match parsed.host_str() {
+        Some(h) if !h.is_empty() => {}
+        _ => return Err(Failure::new(ErrKind::InvalidUrl, format!("Invalid URL {url:?}: No host supplied"))),
+    }
+    Ok(parsed)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Responses
+
+enum BodyState {
+    Full(Bytes),
+    Streaming { resp: reqwest::Response, pending: Bytes },
+    Done,
+}
+
+#[pyclass(frozen, module = "requestx_client._native")]
+struct NativeResponse {
+    #[pyo3(get)]
+    status: u16,
+    #[pyo3(get)]
+    url: String,
+    #[pyo3(get)]
+    http_version: &'static str,
+    headers: HeaderMap,
+    body: Mutex<BodyState>,
+    content: PyOnceLock<Py<PyBytes>>,
+    via_proxy: bool,
+}
+
+fn version_str(v: reqwest::Version) -> &'static str {
+    match v {
+        reqwest::Version::HTTP_09 => "HTTP/0.9",
+        reqwest::Version::HTTP_10 => "HTTP/1.0",
+        reqwest::Version::HTTP_2 => "HTTP/2",
+        reqwest::Version::HTTP_3 => "HTTP/3",
+        _ => "HTTP/1.1",
+    }
+}
+
+fn header_str(v: &HeaderValue) -> String {
+    match v.to_str() {
+        Ok(s) => s.to_owned(),
+        // requests decodes header bytes as latin-1
+        Err(_) => v.as_bytes().iter().map(|&b| b as char).collect(),
+    }
+}
+
+struct Done {
+    status: u16,
+    url: String,
+    version: &'static str,
+    headers: HeaderMap,
+    body: BodyState,
+    via_proxy: bool,
+}
+
+impl Done {
+    fn into_response(self) -> NativeResponse {
+        NativeResponse {
+            status: self.status,
+            url: self.url,
+            http_version: self.version,
+            headers: self.headers,
+            body: Mutex::new(self.body),
+            content: PyOnceLock::new(),
+            via_proxy: self.via_proxy,
+        }
+    }
+}
+
+async fn execute(p: Prepared) -> Result<Done, Failure> {
+    let Prepared { client, request, total, stream, via_proxy } = p;
+    let work = async move {
+        let resp = client.execute(request).await.map_err(|e| classify(e, Phase::Send, via_proxy))?;
+        let status = resp.status().as_u16();
+        let url = resp.url().as_str().to_owned();
+        let version = version_str(resp.version());
+        let headers = resp.headers().clone();
+        let body = if stream {
+            BodyState::Streaming { resp, pending: Bytes::new() }
+        } else {
+            BodyState::Full(resp.bytes().await.map_err(|e| classify(e, Phase::Body, via_proxy))?)
+        };
+        Ok(Done { status, url, version, headers, body, via_proxy })
+    };
+    match total {
+        None => work.await,
+        Some(d) => match tokio::time::timeout(d, work).await {
+            Ok(r) => r,
+            Err(_) => Err(Failure::new(
+                ErrKind::Timeout,
+                format!("request did not complete within the total timeout of {:.3} s", d.as_secs_f64()),
+            )),
+        },
+    }
+}
+
+#[pymethods]
+impl NativeResponse {
+    /// Response headers as a list of (name, value) pairs, in wire order.
+    fn headers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(py);
+        for (k, v) in self.headers.iter() {
+            list.append((PyString::new(py, k.as_str()), header_str(v)))?;
+        }
+        Ok(list)
+    }
+
+    /// Values of one header (case-insensitive), joined by ", " as requests does; None if absent.
+    fn header(&self, name: &str) -> Option<String> {
+        let mut it = self.headers.get_all(name).iter();
+        let first = it.next()?;
+        let mut s = header_str(first);
+        for v in it {
+            s.push_str(", ");
+            s.push_str(&header_str(v));
+        }
+        Some(s)
+    }
+
+    /// All values of one header, not joined (Set-Cookie).
+    fn header_all(&self, name: &str) -> Vec<String> {
+        self.headers.get_all(name).iter().map(header_str).collect()
+    }
+
+    /// Whether the whole body has been read into memory.
+    fn is_consumed(&self) -> bool {
+        !matches!(*self.body.lock().unwrap(), BodyState::Streaming { .. })
+    }
+
+    /// Read the rest of the body (GIL released) and return it as bytes; cached.
+    fn content<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        if let Some(b) = self.content.get(py) {
+            return Ok(b.bind(py).clone());
+        }
+        let data = self.read_all(py)?;
+        let obj = PyBytes::new(py, &data);
+        let _ = self.content.set(py, obj.clone().unbind());
+        Ok(obj)
+    }
+
+    /// Length of the body read so far (reads the whole body).
+    fn body_len(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.read_all(py)?.len())
+    }
+
+    /// Parse the body as JSON straight from the response bytes (GIL released for large bodies).
+    fn json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let data = self.read_all(py)?;
+        let parse = |d: &[u8]| serde_json::from_slice::<serde_json::Value>(strip_bom(d));
+        let parsed = if data.len() >= 64 * 1024 { py.detach(|| parse(&data)) } else { parse(&data) };
+        match parsed {
+            Ok(v) => to_py(py, &v),
+            Err(e) => {
+                let exc = py.import("requestx_client.exceptions")?.getattr("JSONDecodeError")?;
+                let pos = byte_pos(&data, e.line(), e.column());
+                let doc = String::from_utf8_lossy(&data[..data.len().min(4096)]).into_owned();
+                Err(PyErr::from_value(exc.call1((e.to_string(), doc, pos))?))
+            }
+        }
+    }
+
+    /// Next piece of a streamed body: at most `size` bytes (any size if None); None at the end.
+    #[pyo3(signature = (size=None))]
+    fn read_chunk<'py>(&self, py: Python<'py>, size: Option<usize>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let size = size.filter(|s| *s > 0);
+        let via_proxy = self.via_proxy;
+        let res: Result<Option<Bytes>, Failure> = py.detach(|| {
+            let mut state = self.body.lock().unwrap();
+            match &mut *state {
+                BodyState::Done => Ok(None),
+                BodyState::Full(b) => {
+                    if b.is_empty() {
+                        *state = BodyState::Done;
+                        return Ok(None);
+                    }
+                    let n = size.unwrap_or(b.len()).min(b.len());
+                    Ok(Some(b.split_to(n)))
+                }
+                BodyState::Streaming { resp, pending } => {
+                    if pending.is_empty() {
+                        match runtime().block_on(resp.chunk()) {
+                            Ok(Some(c)) => *pending = c,
+                            Ok(None) => {
+                                *state = BodyState::Done;
+                                return Ok(None);
+                            }
+                            Err(e) => {
+                                *state = BodyState::Done;
+                                return Err(classify(e, Phase::Body, via_proxy));
+                            }
+                        }
+                    }
+                    let n = size.unwrap_or(pending.len()).min(pending.len());
+                    Ok(Some(pending.split_to(n)))
+                }
+            }
+        });
+        match res {
+            Ok(Some(b)) => Ok(Some(PyBytes::new(py, &b))),
+            Ok(None) => Ok(None),
+            Err(f) => Err(f.into_pyerr(py)),
+        }
+    }
+
+    /// Drop a streamed body without reading it (the connection is not reused).
+    fn close(&self) {
+        let mut state = self.body.lock().unwrap();
+        if matches!(*state, BodyState::Streaming { .. }) {
+            *state = BodyState::Done;
+        }
+    }
+}
+
+impl NativeResponse {
+    fn read_all(&self, py: Python<'_>) -> PyResult<Bytes> {
+        let via_proxy = self.via_proxy;
+        let res: Result<Bytes, Failure> = py.detach(|| {
+            let mut state = self.body.lock().unwrap();
+            match std::mem::replace(&mut *state, BodyState::Done) {
+                BodyState::Full(b) => {
+                    *state = BodyState::Full(b.clone());
+                    Ok(b)
+                }
+                BodyState::Done => Err(Failure::new(
+                    ErrKind::Request,
+                    "the response body was already consumed by iter_content()/close()",
+                )),
+                BodyState::Streaming { resp, pending } => {
+                    let rest = runtime().block_on(resp.bytes()).map_err(|e| classify(e, Phase::Body, via_proxy))?;
+                    let all = if pending.is_empty() {
+                        rest
+                    } else {
+                        let mut v = Vec::with_capacity(pending.len() + rest.len());
+                        v.extend_from_slice(&pending);
+                        v.extend_from_slice(&rest);
+                        Bytes::from(v)
+                    };
+                    *state = BodyState::Full(all.clone());
+                    Ok(all)
+                }
+            }
+        });
+        res.map_err(|f| f.into_pyerr(py))
+    }
+}
+
+fn strip_bom(d: &[u8]) -> &[u8] {
+    d.strip_prefix(b"\xef\xbb\xbf").unwrap_or(d)
+}
+
+fn byte_pos(data: &[u8], line: usize, column: usize) -> usize {
+    if line == 0 {
+        return 0;
+    }
+    let mut cur = 1;
+    let mut start = 0;
+    for (i, &b) in data.iter().enumerate() {
+        if cur == line {
+            break;
+        }
+        if b == b'\n' {
+            cur += 1;
+            start = i + 1;
+        }
+    }
+    (start + column.saturating_sub(1)).min(data.len())
+}
+
+fn to_py<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
+    use serde_json::Value;
+    Ok(match v {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => pyo3::types::PyBool::new(py, *b).to_owned().into_any(),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                i.into_pyobject(py)?.into_any()
+            } else if let Some(u) = n.as_u64() {
+                u.into_pyobject(py)?.into_any()
+            } else {
+                n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any()
+            }
+        }
+        Value::String(s) => PyString::new(py, s).into_any(),
+        Value::Array(a) => {
+            let list = PyList::empty(py);
+            for item in a {
+                list.append(to_py(py, item)?)?;
+            }
+            list.into_any()
+        }
+        Value::Object(m) => {
+            let d = PyDict::new(py);
+            for (k, item) in m {
+                d.set_item(PyString::new(py, k), to_py(py, item)?)?;
+            }
+            d.into_any()
+        }
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The client
+
+#[pyclass(frozen, module = "requestx_client._native")]
+struct Client {
+    inner: Arc<Inner>,
+}
+
+/// Handle of an in-flight async request; cancel() aborts it.
+#[pyclass(frozen, module = "requestx_client._native")]
+struct Pending {
+    handle: tokio::task::AbortHandle,
+}
+
+#[pymethods]
+impl Pending {
+    fn cancel(&self) {
+        self.handle.abort();
+    }
+}
+
+#[pymethods]
+impl Client {
+    #[new]
+    #[pyo3(signature = (trust_env=true, pool_maxsize=32, pool_idle_timeout=90.0))]
+    fn new(trust_env: bool, pool_maxsize: usize, pool_idle_timeout: Option<f64>) -> PyResult<Self> {
+        let idle = secs_to_ms(pool_idle_timeout, "pool idle")?.map(Duration::from_millis);
+        // build the shared TLS configuration and runtime now, not on the first request
+        tls::verifying();
+        runtime();
+        Ok(Client {
+            inner: Arc::new(Inner {
+                clients: Mutex::new(HashMap::new()),
+                trust_env,
+                pool_max_idle_per_host: pool_maxsize,
+                pool_idle_timeout: idle,
+            }),
+        })
+    }
+
+    /// A handle sharing this client's connection pools and TLS configuration.
+    fn clone_handle(&self) -> Client {
+        Client { inner: self.inner.clone() }
+    }
+
+    /// Number of distinct connection pools built so far (one per timeout/verify/proxy setting).
+    fn pool_count(&self) -> usize {
+        self.inner.clients.lock().unwrap().len()
+    }
+
+    /// Send one request and wait for it (GIL released). The body is read unless `stream`.
+    #[pyo3(signature = (method, url, headers=None, body=None, connect_timeout=None, read_timeout=None,
+                        total_timeout=None, verify=None, proxies=None, stream=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn request(
+        &self,
+        py: Python<'_>,
+        method: &str,
+        url: &str,
+        headers: Option<&Bound<'_, PyAny>>,
+        body: Option<&Bound<'_, PyAny>>,
+        connect_timeout: Option<f64>,
+        read_timeout: Option<f64>,
+        total_timeout: Option<f64>,
+        verify: Option<&Bound<'_, PyAny>>,
+        proxies: Option<Vec<(String, String)>>,
+        stream: bool,
+    ) -> PyResult<NativeResponse> {
+        let prepared = self.prepare(
+            py, method, url, headers, body, connect_timeout, read_timeout, total_timeout, verify, proxies, stream,
+        )?;
+        match py.detach(|| runtime().block_on(execute(prepared))) {
+            Ok(done) => Ok(done.into_response()),
+            Err(f) => Err(f.into_pyerr(py)),
+        }
+    }
+
+    /// Start a request on the shared runtime; when it completes, `loop.call_soon_threadsafe(
+    /// callback, response, exception)` is called (exactly one of the two is None).
+    #[pyo3(signature = (r#loop, callback, method, url, headers=None, body=None, connect_timeout=None,
+                        read_timeout=None, total_timeout=None, verify=None, proxies=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn start(
+        &self,
+        py: Python<'_>,
+        r#loop: Py<PyAny>,
+        callback: Py<PyAny>,
+        method: &str,
+        url: &str,
+        headers: Option<&Bound<'_, PyAny>>,
+        body: Option<&Bound<'_, PyAny>>,
+        connect_timeout: Option<f64>,
+        read_timeout: Option<f64>,
+        total_timeout: Option<f64>,
+        verify: Option<&Bound<'_, PyAny>>,
+        proxies: Option<Vec<(String, String)>>,
+    ) -> PyResult<Pending> {
+        let prepared = self.prepare(
+            py, method, url, headers, body, connect_timeout, read_timeout, total_timeout, verify, proxies, false,
+        )?;
+        let handle = runtime().spawn(async move {
+            let result = execute(prepared).await;
+            Python::attach(|py| {
+                let (resp, exc): (Py<PyAny>, Py<PyAny>) = match result {
+                    Ok(done) => match Py::new(py, done.into_response()) {
+                        Ok(r) => (r.into_any(), py.None()),
+                        Err(e) => (py.None(), e.into_value(py).into_any()),
+                    },
+                    Err(f) => (py.None(), f.into_pyerr(py).into_value(py).into_any()),
+                };
+                // the loop may be closed already: nothing to deliver to then
+                let _ = r#loop.call_method1(py, "call_soon_threadsafe", (callback, resp, exc));
+            });
+        });
+        Ok(Pending { handle: handle.abort_handle() })
+    }
+}
+
+impl Client {
+    #[allow(clippy::too_many_arguments)]
+    fn prepare(
+        &self,
+        py: Python<'_>,
+        method: &str,
+        url: &str,
+        headers: Option<&Bound<'_, PyAny>>,
+        body: Option<&Bound<'_, PyAny>>,
+        connect_timeout: Option<f64>,
+        read_timeout: Option<f64>,
+        total_timeout: Option<f64>,
+        verify: Option<&Bound<'_, PyAny>>,
+        proxies: Option<Vec<(String, String)>>,
+        stream: bool,
+    ) -> PyResult<Prepared> {
+        let method = reqwest::Method::from_bytes(method.as_bytes())
+            .map_err(|_| PyValueError::new_err(format!("invalid HTTP method {method:?}")))?;
+        let parsed = parse_url(url).map_err(|f| f.into_pyerr(py))?;
+        let verify = match verify {
+            None => Verify::Yes,
+            Some(v) if v.is_none() => Verify::Yes,
+            Some(v) => {
+                if let Ok(b) = v.extract::<bool>() {
+                    if b {
+                        Verify::Yes
+                    } else {
+                        Verify::No
+                    }
+                } else if let Ok(s) = v.extract::<String>() {
+                    Verify::CaBundle(s)
+                } else {
+                    return Err(PyValueError::new_err("verify must be a bool or a path to a CA bundle"));
+                }
+            }
+        };
+        let total = secs_to_ms(total_timeout, "total")?.map(Duration::from_millis);
+        let key = Key {
+            connect_ms: secs_to_ms(connect_timeout, "connect")?,
+            read_ms: secs_to_ms(read_timeout, "read")?,
+            verify,
+            proxies,
+        };
+        let via_proxy = key.proxies.is_some();
+        let client = self.inner.client_for(&key).map_err(|f| f.into_pyerr(py))?;
+
+        let mut request = reqwest::Request::new(method, parsed);
+        if let Some(h) = headers {
+            let map = request.headers_mut();
+            let h = h.cast::<PyList>().map_err(|_| PyValueError::new_err("headers must be a list of pairs"))?;
+            map.reserve(h.len());
+            for item in h.iter() {
+                let pair = item.cast::<PyTuple>().map_err(|_| PyValueError::new_err("header must be a pair"))?;
+                let k = pair.get_item(0)?;
+                let v = pair.get_item(1)?;
+                let k = k.cast::<PyString>().map_err(|_| invalid_header(py, "header names must be str"))?;
+                let kname = k.to_str()?;
+                let name = HeaderName::from_bytes(kname.as_bytes())
+                    .map_err(|_| invalid_header(py, &format!("invalid header name {kname:?}")))?;
+                let value = if let Ok(s) = v.cast::<PyString>() {
+                    let s = s.to_str()?;
+                    HeaderValue::from_str(s)
+                        .map_err(|_| invalid_header(py, &format!("invalid value for header {kname:?}: {s:?}")))?
+                } else if let Ok(b) = v.cast::<PyBytes>() {
+                    HeaderValue::from_bytes(b.as_bytes())
+                        .map_err(|_| invalid_header(py, &format!("invalid value for header {kname:?}")))?
+                } else {
+                    return Err(invalid_header(py, &format!("header {kname:?} value must be str or bytes")));
+                };
+                map.append(name, value);
+            }
+        }
+        if let Some(b) = body {
+            if !b.is_none() {
+                let bytes = b.cast::<PyBytes>().map_err(|_| PyValueError::new_err("body must be bytes"))?;
+                *request.body_mut() = Some(reqwest::Body::from(bytes_from_py(bytes)));
+            }
+        }
+        Ok(Prepared { client, request, total, stream, via_proxy })
+    }
+}
+
+fn invalid_header(py: Python<'_>, msg: &str) -> PyErr {
+    Failure::new(ErrKind::InvalidHeader, msg).into_pyerr(py)
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    m.add_class::<Client>()?;
+    m.add_class::<NativeResponse>()?;
+    m.add_class::<Pending>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

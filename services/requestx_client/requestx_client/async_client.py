@@ -1,0 +1,127 @@
+"""``AsyncClient``: the same native core driven from asyncio (or uvloop).
+
+Requests run on the shared tokio runtime; completion is handed to the event loop with
+``loop.call_soon_threadsafe``, so any asyncio-compatible loop works and no thread is blocked."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from time import perf_counter
+from typing import Any
+
+from . import exceptions as exc
+from ._prepare import DEFAULT_REDIRECT_LIMIT, ClientBase
+from .models import PreparedRequest, Response
+
+
+def _deliver(fut: asyncio.Future, resp: Any, error: BaseException | None) -> None:
+    if fut.done():  # cancelled meanwhile
+        return
+    if error is not None:
+        fut.set_exception(error)
+    else:
+        fut.set_result(resp)
+
+
+class AsyncClient(ClientBase):
+    """``async with AsyncClient() as c: r = await c.get(url)``. Bodies are read fully before the
+    awaitable completes (``r.content``/``r.json()`` then need no I/O)."""
+
+    def __init__(self, *, headers: Any = None, cookies: Any = None, auth: Any = None, params: Any = None,
+                 timeout: Any = None, total_timeout: float | None = None, verify: bool | str = True,
+                 proxies: Any = None, trust_env: bool = True, max_redirects: int = DEFAULT_REDIRECT_LIMIT,
+                 follow_redirects: bool = True, pool_maxsize: int = 128,
+                 pool_idle_timeout: float | None = 90.0) -> None:
+        super().__init__(headers=headers, cookies=cookies, auth=auth, params=params, timeout=timeout,
+                         total_timeout=total_timeout, verify=verify, proxies=proxies, trust_env=trust_env,
+                         max_redirects=max_redirects, pool_maxsize=pool_maxsize,
+                         pool_idle_timeout=pool_idle_timeout)
+        self.follow_redirects = follow_redirects
+        self._closed = False
+
+    async def __aenter__(self) -> "AsyncClient":
+        return self
+
+    async def __aexit__(self, *args: Any) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+    async def request(self, method: str, url: Any, *, params: Any = None, data: Any = None, headers: Any = None,
+                      cookies: Any = None, files: Any = None, auth: Any = None, timeout: Any = None,
+                      allow_redirects: bool | None = None, follow_redirects: bool | None = None,
+                      proxies: Any = None, verify: Any = None, json: Any = None, hooks: Any = None) -> Response:
+        if self._closed:
+            raise RuntimeError("this AsyncClient is closed")
+        follow = follow_redirects if follow_redirects is not None else allow_redirects
+        if follow is None:
+            follow = self.follow_redirects
+        prep = self.prepare(method, url, params, data, headers, cookies, files, auth, json)
+        opts = self.native_options(timeout, verify, proxies)
+        resp = await self._send(prep, opts)
+        if follow and resp.status_code in (301, 302, 303, 307, 308) and resp.is_redirect:
+            history: list[Response] = []
+            while resp.is_redirect:
+                if len(history) >= self.max_redirects:
+                    raise exc.TooManyRedirects(f"Exceeded {self.max_redirects} redirects.", response=resp)
+                history.append(resp)
+                prep = self.redirect_request(resp, prep, cookies)
+                resp = await self._send(prep, opts)
+                resp.history = list(history)
+        if hooks or self.hooks["response"]:
+            resp = self.run_hooks(hooks, resp)
+        return resp
+
+    async def _send(self, prep: PreparedRequest, opts: tuple[Any, ...]) -> Response:
+        connect, read, total, verify, plist = opts
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        t0 = perf_counter()
+        pending = self._native.start(loop, _Deliver(fut), prep.method, prep.url,
+                                     [(k, v) for k, v in prep.headers.items()], prep.body,
+                                     connect, read, total, verify, plist)
+        try:
+            native = await fut
+        except asyncio.CancelledError:
+            pending.cancel()
+            raise
+        resp = Response(native, prep, datetime.timedelta(seconds=perf_counter() - t0))
+        if set_cookies := native.header_all("set-cookie"):
+            self.cookies.extract(set_cookies, resp.url)
+        return resp
+
+    async def get(self, url: Any, **kwargs: Any) -> Response:
+        return await self.request("GET", url, **kwargs)
+
+    async def options(self, url: Any, **kwargs: Any) -> Response:
+        return await self.request("OPTIONS", url, **kwargs)
+
+    async def head(self, url: Any, **kwargs: Any) -> Response:
+        kwargs.setdefault("allow_redirects", False)
+        return await self.request("HEAD", url, **kwargs)
+
+    async def post(self, url: Any, **kwargs: Any) -> Response:
+        return await self.request("POST", url, **kwargs)
+
+    async def put(self, url: Any, **kwargs: Any) -> Response:
+        return await self.request("PUT", url, **kwargs)
+
+    async def patch(self, url: Any, **kwargs: Any) -> Response:
+        return await self.request("PATCH", url, **kwargs)
+
+    async def delete(self, url: Any, **kwargs: Any) -> Response:
+        return await self.request("DELETE", url, **kwargs)
+
+
+class _Deliver:
+    """Callback run on the loop thread with (response, exception) from the native task."""
+
+    __slots__ = ("fut",)
+
+    def __init__(self, fut: asyncio.Future) -> None:
+        self.fut = fut
+
+    def __call__(self, resp: Any, error: BaseException | None) -> None:
+        _deliver(self.fut, resp, error)

@@ -1,0 +1,59 @@
+"""A case-insensitive dict, as ``requests.structures.CaseInsensitiveDict``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping
+from typing import Any
+
+
+class CaseInsensitiveDict(MutableMapping[str, Any]):
+    """Keys compare case-insensitively; the case of the last key set is kept for iteration."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, data: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None, **kwargs: Any) -> None:
+        self._store: dict[str, tuple[str, Any]] = {}
+        if data is not None:
+            self.update(data)
+        if kwargs:
+            self.update(kwargs)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._store[key.lower()] = (key, value)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._store[key.lower()][1]
+
+    def __delitem__(self, key: str) -> None:
+        del self._store[key.lower()]
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k, _ in self._store.values())
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and key.lower() in self._store
+
+    def get(self, key: str, default: Any = None) -> Any:
+        item = self._store.get(key.lower())
+        return default if item is None else item[1]
+
+    def lower_items(self) -> Iterator[tuple[str, Any]]:
+        return ((k, v[1]) for k, v in self._store.items())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Mapping):
+            other = CaseInsensitiveDict(other)
+        else:
+            return NotImplemented
+        return dict(self.lower_items()) == dict(other.lower_items())
+
+    def copy(self) -> "CaseInsensitiveDict":
+        new = CaseInsensitiveDict()
+        new._store = self._store.copy()
+        return new
+
+    def __repr__(self) -> str:
+        return str(dict(self.items()))

@@ -1,0 +1,123 @@
+//! TLS configurations, each built once per process and shared (cloning a `ClientConfig` only
+//! bumps the reference counts of its verifier, roots and session cache).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use pki_types::pem::PemObject;
+use pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+
+use crate::{ErrKind, Failure};
+
+fn provider() -> Arc<CryptoProvider> {
+    static P: OnceLock<Arc<CryptoProvider>> = OnceLock::new();
+    P.get_or_init(|| Arc::new(rustls::crypto::ring::default_provider())).clone()
+}
+
+fn finish(mut cfg: ClientConfig) -> ClientConfig {
+    // HTTP/1.1 only, like requests
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    cfg
+}
+
+fn with_roots(roots: RootCertStore) -> ClientConfig {
+    finish(
+        ClientConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .expect("ring supports the default TLS versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+    )
+}
+
+/// Verifying configuration with the Mozilla root set (what certifi gives requests users).
+/// `REQUESTS_CA_BUNDLE` / `SSL_CERT_FILE` are honoured by the Python layer, which passes the path.
+pub fn verifying() -> &'static ClientConfig {
+    static CFG: OnceLock<ClientConfig> = OnceLock::new();
+    CFG.get_or_init(|| {
+        let mut roots = RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        with_roots(roots)
+    })
+}
+
+/// Configuration for `verify=False`: any certificate is accepted (signatures are still checked).
+pub fn not_verifying() -> &'static ClientConfig {
+    static CFG: OnceLock<ClientConfig> = OnceLock::new();
+    CFG.get_or_init(|| {
+        finish(
+            ClientConfig::builder_with_provider(provider())
+                .with_safe_default_protocol_versions()
+                .expect("ring supports the default TLS versions")
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AcceptAny(provider())))
+                .with_no_client_auth(),
+        )
+    })
+}
+
+/// Verifying configuration trusting the certificates of one PEM bundle; built once per path.
+pub fn with_bundle(path: &str) -> Result<ClientConfig, Failure> {
+    static CACHE: OnceLock<Mutex<HashMap<String, ClientConfig>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(c) = cache.lock().unwrap().get(path) {
+        return Ok(c.clone());
+    }
+    let bad = |msg: String| Failure::new(ErrKind::Ssl, msg);
+    let mut roots = RootCertStore::empty();
+    let iter = CertificateDer::pem_file_iter(path)
+        .map_err(|e| bad(format!("could not read the CA bundle {path:?}: {e}")))?;
+    for cert in iter {
+        let cert = cert.map_err(|e| bad(format!("invalid certificate in the CA bundle {path:?}: {e}")))?;
+        roots
+            .add(cert)
+            .map_err(|e| bad(format!("invalid certificate in the CA bundle {path:?}: {e}")))?;
+    }
+    if roots.is_empty() {
+        return Err(bad(format!("the CA bundle {path:?} holds no certificate")));
+    }
+    let cfg = with_roots(roots);
+    cache.lock().unwrap().insert(path.to_owned(), cfg.clone());
+    Ok(cfg)
+}
+
+#[derive(Debug)]
+struct AcceptAny(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAny {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}

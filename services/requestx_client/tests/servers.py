@@ -1,0 +1,198 @@
+"""Real local test servers (threaded http.server, plain and TLS) with the routes the tests use."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import socket
+import ssl
+import struct
+import threading
+import time
+import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qsl, urlsplit
+
+import brotli
+import zstandard
+
+CHUNK = b"x" * 65536
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "testserver"
+
+    def log_message(self, *args):  # keep test output clean
+        pass
+
+    # --- helpers ---
+    def _body(self) -> bytes:
+        n = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(n) if n else b""
+
+    def send(self, status=200, body=b"", headers=(), content_type="application/json"):
+        self.send_response(status)
+        if content_type:
+            self.send_header("Content-Type", content_type)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def send_json(self, obj, status=200, headers=()):
+        self.send(status, json.dumps(obj).encode(), headers)
+
+    def _echo(self):
+        parts = urlsplit(self.path)
+        body = self._body()
+        self.send_json({
+            "method": self.command,
+            "path": parts.path,
+            "args": parse_qsl(parts.query, keep_blank_values=True),
+            "headers": {k: v for k, v in self.headers.items()},
+            "body": body.decode("latin-1"),
+        })
+
+    # --- dispatch ---
+    def do_GET(self):
+        self.route()
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = do_GET
+
+    def route(self):
+        parts = urlsplit(self.path)
+        path = parts.path
+        q = dict(parse_qsl(parts.query))
+        seg = path.strip("/").split("/")
+        name = seg[0]
+        if name in ("", "echo", "get", "post", "anything"):
+            return self._echo()
+        if name == "status":
+            code = int(seg[1])
+            if code in (204, 304):
+                self.send_response(code)
+                self.end_headers()
+                return
+            return self.send(code, b"status body", content_type="text/plain")
+        if name == "redirect":
+            n = int(seg[1])
+            target = f"/redirect/{n - 1}" if n > 1 else "/echo"
+            return self.send(302, b"", [("Location", target)])
+        if name == "redirect-to":
+            self._body()
+            return self.send(int(q.get("status", 302)), b"", [("Location", q["url"])])
+        if name == "loop":
+            return self.send(302, b"", [("Location", "/loop")])
+        if name == "cookies":
+            if len(seg) > 1 and seg[1] == "set":
+                hdrs = [("Set-Cookie", f"{k}={v}; Path=/") for k, v in q.items()]
+                return self.send(302, b"", hdrs + [("Location", "/cookies")])
+            if len(seg) > 1 and seg[1] == "delete":
+                hdrs = [("Set-Cookie", f"{k}=; Max-Age=0; Path=/") for k in q]
+                return self.send(200, b"{}", hdrs)
+            return self.send_json({"cookie": self.headers.get("Cookie")})
+        if name in ("gzip", "deflate", "br", "zstd"):
+            raw = json.dumps({"encoding": name, "data": "abc" * 1000}).encode()
+            comp = {"gzip": gzip.compress, "deflate": zlib.compress, "br": brotli.compress,
+                    "zstd": lambda b: zstandard.ZstdCompressor().compress(b)}[name](raw)
+            return self.send(200, comp, [("Content-Encoding", name)])
+        if name == "bad-gzip":
+            return self.send(200, b"this is not gzip at all", [("Content-Encoding", "gzip")])
+        if name == "text":  # /text/<charset-or-none>?...: 'héllo wörld €' encoded in the charset
+            cs = seg[1]
+            text = "héllo wörld"
+            if cs == "none":
+                return self.send(200, text.encode("utf-8"), content_type="text/plain")
+            if cs == "binary":
+                return self.send(200, b"caf\xe9 \xff\xfe bad", content_type="application/octet-stream")
+            return self.send(200, text.encode(cs), content_type=f"text/plain; charset={cs}")
+        if name == "latin1-as-utf8":
+            return self.send(200, b"caf\xe9 \xff", content_type="text/plain; charset=utf-8")
+        if name == "json-invalid":
+            return self.send(200, b"{not: json", content_type="application/json")
+        if name == "json-big":
+            n = int(q.get("n", 1000))
+            return self.send(200, json.dumps([{"id": i, "name": f"item{i}", "ok": True} for i in range(n)]).encode())
+        if name == "slow-headers":
+            time.sleep(float(q.get("delay", 2)))
+            return self.send(200, b"late")
+        if name == "slow-body":
+            self.send_response(200)
+            self.send_header("Content-Length", "100")
+            self.end_headers()
+            self.wfile.write(b"a" * 10)
+            self.wfile.flush()
+            time.sleep(float(q.get("delay", 2)))
+            return
+        if name == "reset":
+            self.send_response(200)
+            self.send_header("Content-Length", "100000")
+            self.end_headers()
+            self.wfile.write(b"b" * 1000)
+            self.wfile.flush()
+            time.sleep(0.05)
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            self.connection.close()
+            return
+        if name == "big":
+            size = int(q["size"])
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(size))
+            self.end_headers()
+            left = size
+            while left > 0:
+                n = min(left, len(CHUNK))
+                self.wfile.write(CHUNK[:n] if n < len(CHUNK) else CHUNK)
+                left -= n
+            return
+        if name == "chunked-lines":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for piece in (b"line one\nline ", b"two\n", b"", b"line three\nlast"):
+                if piece:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                    self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            return
+        if name == "basic-auth":
+            import base64
+            expected = "Basic " + base64.b64encode(f"{seg[1]}:{seg[2]}".encode()).decode()
+            if self.headers.get("Authorization") == expected:
+                return self.send_json({"authenticated": True})
+            return self.send(401, b"{}", [("WWW-Authenticate", 'Basic realm="t"')])
+        if name == "bearer":
+            auth = self.headers.get("Authorization", "")
+            if auth.startswith("Bearer "):
+                return self.send_json({"token": auth[7:]})
+            return self.send(401, b"{}")
+        if name == "headers-multi":
+            return self.send(200, b"{}", [("X-Multi", "a"), ("X-Multi", "b"), ("x-case", "Yes")])
+        self.send(404, b"not found", content_type="text/plain")
+
+
+class Server:
+    def __init__(self, tls_context: ssl.SSLContext | None = None) -> None:
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        if tls_context is not None:
+            self.httpd.socket = tls_context.wrap_socket(self.httpd.socket, server_side=True)
+        self.port = self.httpd.server_address[1]
+        scheme = "https" if tls_context else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.port}"
+        self.localhost_url = f"{scheme}://localhost:{self.port}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def __enter__(self) -> "Server":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *a) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
