@@ -1,0 +1,110 @@
+"""Keep-alive, pipelining, split reads, Connection: close, HTTP/1.0."""
+import time
+
+from conftest import Reader, get
+
+
+def test_keep_alive_many_requests(server):
+    with server.connect() as s:
+        rd = Reader(s)
+        for i in range(200):
+            s.sendall(get(f"/hello/n{i}"))
+            r = rd.read_response()
+            assert r.status == 200 and r.body == f"Hello, n{i}!".encode()
+            assert r.header("Connection") is None
+
+
+def test_pipelining_answers_in_order(server):
+    paths = [f"/hello/p{i}" if i % 3 else "/json" for i in range(300)]
+    raw = b"".join(get(p) for p in paths)
+    raw += b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\nlast"
+    with server.connect() as s:
+        s.sendall(raw)
+        rd = Reader(s)
+        for p in paths:
+            r = rd.read_response()
+            expected = b'{"message":"Hello, World!"}' if p == "/json" else f"Hello, {p[7:]}!".encode()
+            assert r.body == expected
+        assert rd.read_response().body == b"last"
+
+
+def test_pipelined_large_responses_with_backpressure(server):
+    # ~33 MB of responses requested at once while the client does not read:
+    # the server must stop and resume without losing or reordering anything
+    n = 1200
+    with server.connect(timeout=20) as s:
+        s.sendall(b"".join(get("/json-large") if i % 2 else get(f"/hello/{i}") for i in range(n)))
+        time.sleep(0.3)
+        rd = Reader(s)
+        for i in range(n):
+            r = rd.read_response()
+            if i % 2:
+                assert r.body.startswith(b'[{"id":1,') and r.body.endswith(b"}]")
+            else:
+                assert r.body == f"Hello, {i}!".encode()
+
+
+def test_request_split_across_reads(server):
+    raw = b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 11\r\n\r\nhello world" + get("/plaintext")
+    with server.connect() as s:
+        for b in raw:
+            s.sendall(bytes([b]))
+            time.sleep(0.001)
+        rd = Reader(s)
+        assert rd.read_response().body == b"hello world"
+        assert rd.read_response().body == b"Hello, World!"
+
+
+def test_chunked_body_split_across_reads(server):
+    body = b"3\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\n\r\n"
+    raw = b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n" + body
+    with server.connect() as s:
+        for i in range(0, len(raw), 3):
+            s.sendall(raw[i:i + 3])
+            time.sleep(0.002)
+        r = Reader(s).read_response()
+        assert r.status == 200 and r.body == b"abc0123456789abcdef"
+
+
+def test_large_body_over_many_reads(server):
+    payload = bytes(range(256)) * 2048  # 512 KiB
+    with server.connect(timeout=20) as s:
+        s.sendall(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n" % len(payload) + payload)
+        r = Reader(s).read_response()
+        assert r.status == 200 and r.body == payload
+
+
+def test_connection_close_is_honoured(server):
+    with server.connect() as s:
+        s.sendall(get("/plaintext", extra="Connection: close\r\n") + get("/json"))
+        rd = Reader(s)
+        r = rd.read_response()
+        assert r.body == b"Hello, World!" and r.header("Connection") == "close"
+        assert rd.at_eof()  # the pipelined /json is not answered
+
+
+def test_http10_closes_unless_keep_alive(server):
+    with server.connect() as s:
+        s.sendall(b"GET /plaintext HTTP/1.0\r\n\r\n")
+        rd = Reader(s)
+        assert rd.read_response().status == 200
+        assert rd.at_eof()
+    with server.connect() as s:
+        s.sendall(b"GET /plaintext HTTP/1.0\r\nConnection: keep-alive\r\n\r\n" * 2)
+        rd = Reader(s)
+        assert rd.read_response().status == 200
+        assert rd.read_response().status == 200
+
+
+def test_leading_empty_lines_are_skipped(server):
+    with server.connect() as s:
+        s.sendall(b"\r\n\r\n" + get("/plaintext"))
+        assert Reader(s).read_response().body == b"Hello, World!"
+
+
+def test_many_workers_serve(make_server):
+    srv = make_server(workers=2)
+    for _ in range(20):
+        with srv.connect() as s:
+            s.sendall(get("/plaintext"))
+            assert Reader(s).read_response().status == 200

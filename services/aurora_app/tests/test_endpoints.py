@@ -1,0 +1,102 @@
+"""The endpoints, HEAD, 404/405 and the response headers."""
+import json
+import re
+
+from conftest import Reader, get, request
+
+
+def test_plaintext(server):
+    r = request(server, get("/plaintext"))
+    assert r.status == 200 and r.reason == "OK"
+    assert r.body == b"Hello, World!"
+    assert r.header("Content-Type") == "text/plain"
+    assert r.header("Content-Length") == "13"
+    assert r.header("Server") == "aurora"
+    assert re.fullmatch(r"[A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT", r.header("Date"))
+
+
+def test_json(server):
+    r = request(server, get("/json"))
+    assert r.status == 200
+    assert r.header("Content-Type") == "application/json"
+    assert json.loads(r.body) == {"message": "Hello, World!"}
+    assert r.body == b'{"message":"Hello, World!"}'
+
+
+def test_json_large(server):
+    r = request(server, get("/json-large"))
+    assert r.status == 200
+    items = json.loads(r.body)
+    assert len(items) == 1000
+    assert items[0] == {"id": 1, "name": "item-1", "active": True, "score": -500}
+    assert [i["id"] for i in items] == list(range(1, 1001))
+    assert int(r.header("Content-Length")) == len(r.body)
+
+
+def test_healthz_and_param_route(server):
+    assert request(server, get("/healthz")).body == b"ok\n"
+    r = request(server, get("/hello/aurora?x=1"))
+    assert r.status == 200 and r.body == b"Hello, aurora!"
+
+
+def test_head_has_headers_but_no_body(server):
+    with server.connect() as s:
+        s.sendall(get("/json-large", method="HEAD") + get("/plaintext"))
+        rd = Reader(s)
+        head = rd.read_response(head_only=True)
+        assert head.status == 200
+        assert int(head.header("Content-Length")) > 20000
+        # the next response follows immediately: no body bytes were sent
+        nxt = rd.read_response()
+        assert nxt.body == b"Hello, World!"
+
+
+def test_not_found_and_method_not_allowed(server):
+    r = request(server, get("/nope"))
+    assert r.status == 404
+    r = request(server, get("/plaintext", method="DELETE"))
+    assert r.status == 405
+    assert r.header("Allow") == "GET, HEAD"
+    r = request(server, get("/echo"))
+    assert r.status == 405 and r.header("Allow") == "POST"
+
+
+def test_echo_content_length_and_chunked(server):
+    r = request(server, b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello")
+    assert r.status == 200 and r.body == b"hello"
+    body = b"4\r\nWiki\r\n5;ext=x\r\npedia\r\n0\r\nTrailer: 1\r\n\r\n"
+    r = request(server, b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n" + body)
+    assert r.status == 200 and r.body == b"Wikipedia"
+
+
+def test_expect_100_continue(server):
+    with server.connect() as s:
+        s.sendall(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n")
+        interim = s.recv(100)
+        assert interim == b"HTTP/1.1 100 Continue\r\n\r\n"
+        s.sendall(b"abc")
+        r = Reader(s).read_response()
+        assert r.status == 200 and r.body == b"abc"
+
+
+def test_metrics_exposition(server):
+    request(server, get("/plaintext"))
+    request(server, get("/hello/x"))
+    request(server, get("/missing"))
+    body = request(server, get("/metrics")).body.decode()
+    h = "http_server_request_duration_seconds"
+    assert f"# TYPE {h} histogram" in body
+    lbl = 'service="aurora_app",route="/plaintext",method="GET",status_class="2xx"'
+    assert f'{h}_bucket{{{lbl},le="2.5e-05"}}' in body
+    assert f'{h}_bucket{{{lbl},le="10"}} 1' in body
+    assert f'{h}_bucket{{{lbl},le="+Inf"}} 1' in body
+    assert f"{h}_count{{{lbl}}} 1" in body
+    assert 'route="/hello/:name"' in body          # the template, never the raw path
+    assert 'route="unmatched",method="GET",status_class="4xx"' in body
+    assert "route=\"/hello/x\"" not in body
+    assert "# TYPE aurora_gc_allocated_bytes_total counter" in body
+    assert re.search(r'^aurora_connections_open\{service="aurora_app"\} \d+$', body, re.M)
+    # every sample line is "name{labels} value"
+    for line in body.splitlines():
+        if line and not line.startswith("#"):
+            assert re.fullmatch(r'[a-z_]+(\{[^}]*\})? [0-9.e+-]+', line), line

@@ -1,0 +1,151 @@
+"""Slowloris and idle timeouts, the connection limit, graceful shutdown, idle CPU."""
+import os
+import signal
+import socket
+import time
+
+import pytest
+
+from conftest import Reader, get, metric_value, request, wait_until
+
+
+def test_slowloris_header_timeout(make_server):
+    srv = make_server("--header-timeout-ms", "600", "--idle-timeout-ms", "30000")
+    with srv.connect() as s:
+        rd = Reader(s)
+        start = time.monotonic()
+        s.sendall(b"GET /plaintext HTTP/1.1\r\nHost: t\r\n")
+        # keep trickling header bytes: activity must not extend the deadline
+        got = None
+        for i in range(40):
+            try:
+                s.sendall(b"X-%d: y\r\n" % i)
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            s.settimeout(0.1)
+            try:
+                chunk = s.recv(4096)
+                if chunk:
+                    rd.buf += chunk
+                    got = True
+                    break
+            except socket.timeout:
+                pass
+        assert got, "no timeout response"
+        s.settimeout(5)
+        r = rd.read_response()
+        elapsed = time.monotonic() - start
+        assert r.status == 408
+        assert 0.5 <= elapsed < 2.5
+        assert rd.at_eof()
+
+
+def test_slow_but_complete_headers_are_served(make_server):
+    srv = make_server("--header-timeout-ms", "2000")
+    with srv.connect() as s:
+        for part in (b"GET /plain", b"text HTTP/1.1\r\n", b"Host: t\r\n", b"\r\n"):
+            s.sendall(part)
+            time.sleep(0.1)
+        assert Reader(s).read_response().status == 200
+
+
+def test_idle_keep_alive_timeout(make_server):
+    srv = make_server("--idle-timeout-ms", "500")
+    with srv.connect() as s:
+        rd = Reader(s)
+        s.sendall(get("/plaintext"))
+        assert rd.read_response().status == 200
+        start = time.monotonic()
+        assert rd.at_eof(timeout=5)
+        assert 0.4 <= time.monotonic() - start < 2.5
+    # a connection that never sends anything is closed too
+    with srv.connect() as s:
+        assert Reader(s).at_eof(timeout=5)
+
+
+def test_max_connections(make_server):
+    srv = make_server("--max-connections", "3")
+    held = [srv.connect() for _ in range(3)]
+    try:
+        for s in held:
+            s.sendall(get("/healthz"))
+            assert Reader(s).read_response().status == 200
+        with srv.connect() as extra:
+            rd = Reader(extra)
+            r = rd.read_response()
+            assert r.status == 503
+            assert rd.at_eof()
+        assert metric_value_via(held[0], "aurora_connections_rejected_total") == 1
+    finally:
+        for s in held:
+            s.close()
+    # once they are gone, new connections are served again
+    assert wait_until(lambda: _plaintext_ok(srv))
+
+
+def metric_value_via(sock, name):
+    sock.sendall(get("/metrics"))
+    body = Reader(sock).read_response().body.decode()
+    for line in body.splitlines():
+        if line.startswith(name + "{"):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(name)
+
+
+def _plaintext_ok(srv):
+    try:
+        return request(srv, get("/plaintext")).status == 200
+    except (EOFError, OSError):
+        return False
+
+
+def test_graceful_shutdown_finishes_in_flight_request(make_server):
+    srv = make_server()
+    idle = srv.connect()
+    busy = srv.connect()
+    busy.sendall(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nhello")
+    time.sleep(0.2)
+    srv.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    assert srv.proc.poll() is None  # still draining the busy connection
+    # the idle keep-alive connection was closed
+    assert Reader(idle).at_eof()
+    # new connections are refused
+    with pytest.raises(ConnectionRefusedError):
+        srv.connect(timeout=1)
+    busy.sendall(b"world")
+    rd = Reader(busy)
+    r = rd.read_response()
+    assert r.status == 200 and r.body == b"helloworld"
+    assert r.header("Connection") == "close"
+    assert rd.at_eof()
+    assert srv.proc.wait(10) == 0
+    assert "stopped" in srv.proc.stderr.read()
+
+
+def test_sigterm_when_idle_exits_zero(make_server):
+    srv = make_server(workers=2)
+    assert request(srv, get("/plaintext")).status == 200
+    assert srv.stop() == 0
+
+
+def _cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_idle_server_does_not_spin(make_server):
+    srv = make_server(workers=2)
+    conns = [srv.connect() for _ in range(5)]  # idle keep-alive connections
+    try:
+        for s in conns:
+            s.sendall(get("/plaintext"))
+            Reader(s).read_response()
+        before = _cpu_seconds(srv.proc.pid)
+        time.sleep(2.0)
+        used = _cpu_seconds(srv.proc.pid) - before
+        assert used < 0.05, f"idle server used {used:.3f} s of CPU in 2 s"
+    finally:
+        for s in conns:
+            s.close()
