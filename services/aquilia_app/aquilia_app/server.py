@@ -83,7 +83,7 @@ def serve_uvicorn(a: argparse.Namespace) -> None:
     if a.workers == 1:
         server.run(sockets=[sock])
     else:
-        Multiprocess(config, target=server.run, sockets=[sock]).run()
+        Multiprocess(config, sockets=[sock]).run()
 
 
 def serve_granian(a: argparse.Namespace) -> None:

@@ -1,0 +1,81 @@
+"""Start the real server as a subprocess on an ephemeral port (and always stop it)."""
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def child_env(extra=None):
+    env = os.environ.copy()
+    env["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in sys.path if p])
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    env.pop("AQUILIA_APP_DB", None)
+    if extra:
+        env.update(extra)
+    return env
+
+
+@contextlib.contextmanager
+def running_server(*args, env=None, timeout=20.0):
+    proc = subprocess.Popen([sys.executable, "-m", "aquilia_app", "--host", "127.0.0.1", "--port", "0", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env(env), cwd=ROOT,
+                            start_new_session=True)
+    try:
+        line = proc.stdout.readline().decode()
+        m = re.search(r"listening on http://([^:]+):(\d+)", line)
+        if not m:
+            raise RuntimeError(f"server did not start: {line!r} {proc.stderr.read(2000)!r}")
+        port = int(m.group(2))
+        deadline = time.monotonic() + timeout
+        while True:  # wait until the app answers (lifespan done)
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+                    if s.recv(64).startswith(b"HTTP/1.1 200"):
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError(f"server not ready: {proc.stderr.read(4000)!r}")
+            time.sleep(0.05)
+        yield port, proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(5)
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def raw_request(port, data: bytes, timeout=5.0) -> bytes:
+    """Send raw bytes, return everything the server answers until it closes (or the timeout)."""
+    out = b""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        try:
+            s.sendall(data)
+        except OSError:
+            pass
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                out += chunk
+        except (socket.timeout, ConnectionResetError):
+            pass
+    return out
+
+
+def status_of(raw: bytes) -> int:
+    m = re.match(rb"HTTP/1\.[01] (\d{3})", raw)
+    return int(m.group(1)) if m else -1

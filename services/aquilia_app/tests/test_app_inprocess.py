@@ -1,0 +1,236 @@
+"""Controllers, binding, middleware order and responses, through the ASGI interface (in process)."""
+import asyncio
+
+import httpx
+import msgspec
+import pytest
+
+from aquilia_app import (App, BadRequest, Body, Container, Controller, Middleware, MissingDependency, REQUEST,
+                         Request, Response, RouteConflict, StreamingResponse, get, post)
+from aquilia_app.responses import json_bytes, problem
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+async def call(app, method, url, **kw):
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+        return await c.request(method, url, **kw)
+
+
+class Greeting:
+    def __init__(self):
+        self.word = "hello"
+
+
+class Counter:
+    created = 0
+
+    def __init__(self):
+        Counter.created += 1
+
+
+class Payload(msgspec.Struct, forbid_unknown_fields=True):
+    name: str
+    n: int
+
+
+class Greeter(Controller):
+    prefix = "/greet"
+
+    def __init__(self, g: Greeting, c: Counter):
+        self.g = g
+
+    @get("/{who:slug}", name="greet")
+    async def hello(self, who: str, times: int = 1, loud: bool = False):
+        s = " ".join([f"{self.g.word} {who}"] * times)
+        return s.upper() if loud else s
+
+    @post("/echo", status=201)
+    def echo(self, body: Payload, request: Request):
+        return {"name": body.name, "n": body.n, "path": request.path}
+
+    @post("/nums")
+    async def nums(self, body: Body[list[int]]):
+        return {"sum": sum(body)}
+
+    @get("/need")
+    async def need(self, q: int):
+        return {"q": q}
+
+
+def make_app():
+    c = Container()
+    c.register(Greeting)
+    c.register(Counter, scope=REQUEST)
+    app = App(container=c, max_body_size=64)
+    app.controller(Greeter)
+
+    @app.get("/boom")
+    async def boom():
+        raise RuntimeError("kaboom")
+
+    @app.get("/bad")
+    async def bad():
+        raise BadRequest("nope")
+
+    @app.get("/stream")
+    async def stream():
+        async def gen():
+            for i in range(3):
+                yield f"{i};"
+        return StreamingResponse(gen())
+
+    @app.get("/none")
+    async def none():
+        return None
+
+    return app
+
+
+def test_controller_constructor_injection_and_query_binding():
+    app = make_app()
+    r = run(call(app, "GET", "/greet/bob?times=2&loud=true"))
+    assert r.status_code == 200 and r.text == "HELLO BOB HELLO BOB"
+    assert r.headers["content-type"].startswith("text/plain")
+    before = Counter.created
+    run(call(app, "GET", "/greet/al"))
+    assert Counter.created == before + 1  # request-scoped dependency -> controller per request
+    assert app.url_for("greet", who="x-y") == "/greet/x-y"
+
+
+def test_query_validation_errors_are_400_problem():
+    app = make_app()
+    r = run(call(app, "GET", "/greet/bob?times=abc"))
+    assert r.status_code == 400 and r.headers["content-type"] == "application/problem+json"
+    assert "times" in r.json()["detail"]
+    r = run(call(app, "GET", "/greet/need"))
+    assert r.status_code == 400 and "required" in r.json()["detail"]
+
+
+def test_json_body_struct_validation():
+    app = make_app()
+    r = run(call(app, "POST", "/greet/echo", content=b'{"name":"a","n":3}'))
+    assert r.status_code == 201 and r.json() == {"name": "a", "n": 3, "path": "/greet/echo"}
+    r = run(call(app, "POST", "/greet/echo", content=b'{"name":"a","n":"x"}'))
+    assert r.status_code == 400 and r.json()["title"] == "Validation failed"
+    r = run(call(app, "POST", "/greet/echo", content=b'{"name":'))
+    assert r.status_code == 400 and "malformed JSON" in r.json()["detail"]
+    r = run(call(app, "POST", "/greet/echo", content=b''))
+    assert r.status_code == 400
+    r = run(call(app, "POST", "/greet/echo", content=b'{"name":"a","n":1,"extra":1}'))
+    assert r.status_code == 400
+    r = run(call(app, "POST", "/greet/nums", content=b'[1,2,3]'))
+    assert r.json() == {"sum": 6}
+
+
+def test_body_limit_413():
+    app = make_app()
+    r = run(call(app, "POST", "/greet/echo", content=b'{"name":"' + b"a" * 100 + b'","n":1}'))
+    assert r.status_code == 413 and r.headers["content-type"] == "application/problem+json"
+
+
+def test_errors_and_special_results():
+    app = make_app()
+    r = run(call(app, "GET", "/boom"))
+    assert r.status_code == 500 and r.json()["status"] == 500 and "kaboom" not in r.text
+    assert run(call(app, "GET", "/bad")).status_code == 400
+    assert run(call(app, "GET", "/none")).status_code == 204
+    r = run(call(app, "GET", "/stream"))
+    assert r.text == "0;1;2;"
+    r = run(call(app, "DELETE", "/greet/bob"))
+    assert r.status_code == 405 and r.headers["allow"] == "GET, HEAD"
+    assert run(call(app, "GET", "/greet/b%20b")).status_code == 404  # slug rejects a space
+
+
+def test_missing_dependency_rejected_at_startup():
+    class Unknown:
+        pass
+
+    class C(Controller):
+        def __init__(self, u: Unknown):
+            pass
+
+        @get("/c")
+        async def c(self):
+            return "x"
+
+    app = App()
+    app.controller(C)
+    with pytest.raises(MissingDependency):
+        app.compile()
+
+
+def test_ambiguous_routes_rejected_at_startup():
+    app = App()
+
+    @app.get("/x/{a:int}")
+    async def a(a: int):
+        return "a"
+
+    @app.get("/x/{b:int}")
+    async def b(b: int):
+        return "b"
+
+    with pytest.raises(RouteConflict):
+        app.compile()
+
+
+def test_middleware_sorted_once_by_priority():
+    order = []
+    built = []
+
+    def mw(tag):
+        class M(Middleware):
+            def __init__(self, app, **opts):
+                super().__init__(app, **opts)
+                built.append(tag)
+
+            async def __call__(self, scope, receive, send):
+                if scope["type"] == "http":
+                    order.append(tag)
+
+                    async def send2(msg):
+                        if msg["type"] == "http.response.start":
+                            msg["headers"] = list(msg["headers"]) + [(b"x-mw", tag.encode())]
+                        await send(msg)
+                    return await self.app(scope, receive, send2)
+                return await self.app(scope, receive, send)
+        return M
+
+    app = App()
+
+    @app.get("/")
+    async def root():
+        return "ok"
+
+    app.add_middleware(mw("late"), priority=50)
+    app.add_middleware(mw("first"), priority=10)
+    app.add_middleware(mw("second"), priority=10)
+    assert [m.__name__ for m in app.middleware.order()] == ["M", "M", "M"]
+    r = run(call(app, "GET", "/"))
+    run(call(app, "GET", "/"))
+    assert order == ["first", "second", "late"] * 2
+    assert built == ["late", "second", "first"]  # built once, inside out
+    assert r.headers.get_list("x-mw") == ["late", "second", "first"]
+    with pytest.raises(RuntimeError):
+        app.add_middleware(mw("too late"))
+
+
+def test_responses_prepare_headers_once_and_keep_bytes():
+    r = Response.json({"a": [1, 2]}, 201, {"X-Test": "1"})
+    assert r.body == b'{"a":[1,2]}' and r.status == 201
+    assert r.raw_headers == [(b"content-type", b"application/json"), (b"content-length", b"11"), (b"x-test", b"1")]
+    assert isinstance(r.body, bytes)
+    p = problem(404, "Not Found", "x")
+    assert p.header("content-type") == "application/problem+json"
+
+    class S(msgspec.Struct):
+        x: int
+    assert json_bytes(S(1)) == b'{"x":1}'
+    assert json_bytes({"s": S(2)}) == b'{"s":{"x":2}}'
+    with pytest.raises(ValueError):
+        Response(b"", headers={"x": "a\r\nb"})
+    with pytest.raises(TypeError):
+        json_bytes(object())

@@ -1,0 +1,64 @@
+"""Several workers (multiprocess metrics, shared SQLite), instrumentation off, and CLI errors."""
+import re
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+
+from server_util import ROOT, child_env, running_server
+
+
+def _count(text, route):
+    m = re.search(r'http_server_request_duration_seconds_count\{method="GET",route="%s",service="aquilia_app",'
+                  r'status_class="2xx"\} ([0-9.]+)' % re.escape(route), text)
+    return float(m.group(1)) if m else 0.0
+
+
+def test_two_workers_metrics_aggregate_every_worker():
+    with running_server("--workers", "2") as (port, _):
+        pids = set()
+        n = 60
+        for _ in range(n):  # new connection per request: spreads over both workers
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}") as c:
+                assert c.get("/ping").status_code == 200
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as c:
+            r = c.post("/items", json={"name": "shared", "price": 1})
+            assert r.status_code == 201
+            for _ in range(10):  # every worker sees the same database
+                assert c.get(r.headers["location"]).status_code == 200
+        time.sleep(1.5)  # workers flush their local counts once a second
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as c:
+            scrapes = [c.get("/metrics").text for _ in range(4)]
+        counts = {_count(t, "/ping") for t in scrapes}
+        assert counts == {float(n)}, counts  # every scrape, whichever worker answers, sees all requests
+
+
+def test_metrics_off():
+    with running_server("--no-metrics") as (port, _):
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as c:
+            assert c.get("/json").status_code == 200
+            assert c.get("/metrics").status_code == 404
+
+
+def _run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "aquilia_app", *args], capture_output=True, env=child_env(),
+                          cwd=ROOT, timeout=30)
+
+
+def test_cli_rejects_bad_arguments():
+    p = _run_cli("--port", "70000")
+    assert p.returncode == 2 and b"--port" in p.stderr
+    p = _run_cli("--workers", "0")
+    assert p.returncode == 2 and b"--workers" in p.stderr
+
+
+def test_cli_port_in_use_is_a_clear_error():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        p = _run_cli("--port", str(port))
+    assert p.returncode != 0
+    assert b"Traceback" not in p.stderr
