@@ -118,6 +118,14 @@ fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
 }
 
 fn is_tls_error(err: &(dyn std::error::Error + 'static)) -> bool {
+    const TLS_MARKERS: [&str; 6] = [
+        "invalid peer certificate",
+        "peer is incompatible",
+        "received corrupt message",
+        "received fatal alert",
+        "peer sent no certificates",
+        "handshake",
+    ];
     let mut src: Option<&(dyn std::error::Error + 'static)> = Some(err);
     while let Some(e) = src {
         if e.is::<rustls::Error>() {
@@ -126,6 +134,33 @@ fn is_tls_error(err: &(dyn std::error::Error + 'static)) -> bool {
         if let Some(io) = e.downcast_ref::<std::io::Error>() {
             if let Some(inner) = io.get_ref() {
                 if inner.is::<rustls::Error>() {
+                    return true;
+                }
+            }
+        }
+        let msg = e.to_string();
+        if TLS_MARKERS.iter().any(|m| msg.contains(m)) {
+            return true;
+        }
+        src = e.source();
+    }
+    false
+}
+
+/// A body error caused by the connection (reset, early EOF), not by the content encoding.
+fn is_transport_error(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = src {
+        if e.is::<hyper::Error>() {
+            return true;
+        }
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::*;
+            if matches!(io.kind(), ConnectionReset | ConnectionAborted | UnexpectedEof | BrokenPipe) {
+                return true;
+            }
+            if let Some(inner) = io.get_ref() {
+                if inner.is::<hyper::Error>() {
                     return true;
                 }
             }
@@ -151,6 +186,8 @@ fn classify(err: reqwest::Error, phase: Phase, via_proxy: bool) -> Failure {
         }
     } else if is_tls_error(&err) {
         ErrKind::Ssl
+    } else if (phase == Phase::Body || err.is_body() || err.is_decode()) && is_transport_error(&err) {
+        ErrKind::ChunkedEncoding
     } else if err.is_decode() {
         ErrKind::ContentDecoding
     } else if err.is_builder() {
