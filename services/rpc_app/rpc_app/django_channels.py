@@ -40,6 +40,15 @@ __all__ = ["AsyncJsonRpcConsumer", "rpc_method", "default_metrics"]
 default_metrics = Metrics()
 
 
+def _database_configured() -> bool:
+    from django.conf import settings
+    try:
+        dbs = settings.DATABASES
+    except Exception:
+        return True
+    return any("dummy" not in (cfg.get("ENGINE") or "dummy") for cfg in dbs.values())
+
+
 class AsyncJsonRpcConsumer(AsyncWebsocketConsumer):
     rpc_limits: Limits = Limits()
     rpc_debug: bool = False
@@ -47,6 +56,10 @@ class AsyncJsonRpcConsumer(AsyncWebsocketConsumer):
     rpc_rate_limit = None
     rpc_max_in_flight: int = 64
     rpc_metrics: Metrics | None = default_metrics
+    # Channels closes stale Django DB connections before every message with a thread hop
+    # (sync_to_async(close_old_connections)), which costs more than the whole call here.
+    # None (auto): keep that hop only when Django has a database configured; True/False force it.
+    rpc_close_old_db_connections: bool | None = None
 
     # channels-rpc style: ``@AsyncJsonRpcConsumer.rpc_method()``
     rpc_method = staticmethod(rpc_method)
@@ -57,6 +70,22 @@ class AsyncJsonRpcConsumer(AsyncWebsocketConsumer):
         super().__init_subclass__(**kwargs)
         cls._rpc_engine = Engine(collect_marked(cls), limits=cls.rpc_limits, middleware=cls.rpc_middleware,
                                  debug=cls.rpc_debug, metrics=cls.rpc_metrics, rate_limit=cls.rpc_rate_limit)
+
+    async def dispatch(self, message):
+        if message["type"] == "websocket.receive" and not self._rpc_db_hop():
+            await self.websocket_receive(message)
+            return
+        await super().dispatch(message)
+
+    @classmethod
+    def _rpc_db_hop(cls) -> bool:
+        hop = cls.__dict__.get("_rpc_db_hop_cached")
+        if hop is None:
+            hop = cls.rpc_close_old_db_connections
+            if hop is None:
+                hop = _database_configured()
+            cls._rpc_db_hop_cached = hop
+        return hop
 
     async def websocket_connect(self, message):
         engine = type(self)._rpc_engine

@@ -77,6 +77,10 @@ class Engine:
         self._executor = executor
         self.rate_limit = rate_limit
         self._counter = 0
+        lim = self.limits
+        # messages up to this many bytes (or characters) cannot break any size limit
+        self._small = min(2 * lim.max_depth, lim.max_string_length + 1, 2 * lim.max_array_length + 1,
+                          lim.max_message_bytes // 4)
         self._fails: dict[tuple[str, str], int] = {}
         self._errors: dict[str, int] = {}
         if metrics is not None:
@@ -91,6 +95,28 @@ class Engine:
         self._counter += 1
         if self._counter & self._mask == 0:
             return self._handle_timed(data, session)
+        if len(data) > self._small:
+            return self._handle_general(data, session)
+        # Small message: no size limit can be broken (see Limits.needed), except the
+        # method name's, checked in dispatch.
+        try:
+            msg = _loads(data)
+        except _JSONDecodeError:
+            return self._handle_general(data, session)
+        if type(msg) is not dict:
+            return self._handle_general(data, session)
+        try:
+            out = self._dispatch_inner(msg, session, False)
+        except _Fail as f:
+            return self._fail_bytes(f)
+        if type(out) is tuple:
+            try:
+                return _dumps({"jsonrpc": "2.0", "result": out[1], "id": out[0]})
+            except TypeError:
+                return self._encode(out)
+        return out
+
+    def _handle_general(self, data, session):
         try:
             msg = self._parse(data)
             flags = self.limits.needed(data)
@@ -209,7 +235,7 @@ class Engine:
                 kwargs = dict(kwargs)
                 kwargs[spec.ctx_param] = ctx
         if spec.bind_owner:
-            args = (getattr(session, "owner", None),) + args
+            args = (getattr(session, "owner", None), *args)
         if spec.is_async or spec.blocking or self.mw.is_async:
             if not notification and session is not None:
                 ids = session.inflight_ids
@@ -224,7 +250,7 @@ class Engine:
         try:
             if ctx is not None and self.mw.active:
                 self.mw.run_before(ctx, params)
-            result = spec.func(*args, **kwargs)
+            result = spec.func(*args, **kwargs) if kwargs else spec.func(*args)
         except Exception as exc:
             err = self._method_error(spec, exc)
             if ctx is not None and self.mw.active:

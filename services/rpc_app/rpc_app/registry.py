@@ -21,6 +21,7 @@ _TYPE_NAMES = {list: "array", dict: "object", str: "string", int: "integer",
                float: "number", bool: "boolean", type(None): "null"}
 
 _MARK = "__rpc_method__"
+_EMPTY: dict = {}
 
 
 def _json_type(v) -> str:
@@ -29,7 +30,7 @@ def _json_type(v) -> str:
 
 class MethodSpec:
     __slots__ = ("name", "func", "is_async", "blocking", "ctx_param", "bind_owner",
-                 "positional", "required", "kw_required", "n_required", "n_max", "var_positional",
+                 "positional", "required", "kw_required", "list_checks", "n_required", "n_max", "var_positional",
                  "var_keyword", "names", "checks", "calls_ok", "calls_error", "__weakref__")
 
     def __init__(self, name: str, func: Callable, *, blocking: bool = False, bind_owner: bool = False):
@@ -90,49 +91,62 @@ class MethodSpec:
         self.n_max = len(positional)
         self.names = frozenset(names)
         self.checks = checks
+        self.list_checks = tuple((i, checks[nm][0], nm) for i, nm in enumerate(self.positional) if nm in checks)
         self.calls_ok = 0
         self.calls_error = 0
 
     # -- params -------------------------------------------------------------------
-    def bind(self, params) -> tuple[tuple, dict]:
-        """Turn JSON params (list, dict or missing=None) into (args, kwargs) or raise InvalidParams."""
-        if params is None:
-            args: tuple = ()
-            kwargs: dict = {}
-        elif type(params) is list:
+    def bind(self, params):
+        """Turn JSON params (list, dict or missing=None) into (args, kwargs) or raise InvalidParams.
+
+        ``args`` may be the params list itself and ``kwargs`` a shared empty dict: callers copy
+        before mutating.
+        """
+        if type(params) is list:
             n = len(params)
-            if n < self.n_required or (n > self.n_max and not self.var_positional):
-                if self.n_required == self.n_max:
-                    want = f"{self.n_max}"
-                elif self.var_positional:
-                    want = f"at least {self.n_required}"
-                else:
-                    want = f"{self.n_required} to {self.n_max}"
-                raise InvalidParams(f"{self.name}() takes {want} positional params, got {n}")
-            if self.kw_required:
-                raise InvalidParams(f"{self.name}() requires named params: {', '.join(self.kw_required)}")
-            args, kwargs = tuple(params), {}
-            if self.checks:
-                for name, value in zip(self.positional, params):
+            if self.n_required <= n <= self.n_max and not self.kw_required:
+                for i, allowed, name in self.list_checks:
+                    if i < n and type(params[i]) not in allowed:
+                        self._check(name, params[i])
+                return params, _EMPTY
+            return self._bind_list_slow(params)
+        if params is None:
+            if self.required:
+                raise InvalidParams(f"{self.name}() missing required params: {', '.join(self.required)}")
+            return (), _EMPTY
+        kwargs = params
+        if not self.var_keyword:
+            unknown = kwargs.keys() - self.names
+            if unknown:
+                raise InvalidParams(f"{self.name}() got unexpected params: {', '.join(sorted(unknown))}")
+        if self.ctx_param is not None and self.ctx_param in kwargs:
+            raise InvalidParams(f"{self.name}() got unexpected params: {self.ctx_param}")
+        if self.checks:
+            for name, value in kwargs.items():
+                if name in self.checks:
                     self._check(name, value)
-            return args, kwargs
-        else:  # dict
-            kwargs = params
-            args = ()
-            if not self.var_keyword:
-                unknown = kwargs.keys() - self.names
-                if unknown:
-                    raise InvalidParams(f"{self.name}() got unexpected params: {', '.join(sorted(unknown))}")
-            if self.ctx_param is not None and self.ctx_param in kwargs:
-                raise InvalidParams(f"{self.name}() got unexpected params: {self.ctx_param}")
-            if self.checks:
-                for name, value in kwargs.items():
-                    if name in self.checks:
-                        self._check(name, value)
-        missing = [r for r in self.required if r not in kwargs]
-        if missing:
-            raise InvalidParams(f"{self.name}() missing required params: {', '.join(missing)}")
-        return args, kwargs
+        for r in self.required:
+            if r not in kwargs:
+                missing = [r for r in self.required if r not in kwargs]
+                raise InvalidParams(f"{self.name}() missing required params: {', '.join(missing)}")
+        return (), kwargs
+
+    def _bind_list_slow(self, params):
+        n = len(params)
+        if n < self.n_required or (n > self.n_max and not self.var_positional):
+            if self.n_required == self.n_max:
+                want = f"{self.n_max}"
+            elif self.var_positional:
+                want = f"at least {self.n_required}"
+            else:
+                want = f"{self.n_required} to {self.n_max}"
+            raise InvalidParams(f"{self.name}() takes {want} positional params, got {n}")
+        if self.kw_required:
+            raise InvalidParams(f"{self.name}() requires named params: {', '.join(self.kw_required)}")
+        for i, allowed, name in self.list_checks:
+            if i < n and type(params[i]) not in allowed:
+                self._check(name, params[i])
+        return params, _EMPTY
 
     def _check(self, name, value) -> None:
         allowed, ann = self.checks[name]
