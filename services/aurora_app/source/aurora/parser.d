@@ -449,12 +449,12 @@ private:
                     return ParseStatus.needMore;
                 }
                 const end = cast(size_t)(p - base);
+                if (trailerBytes + (end + 1 - rpos) > limits.maxHeaderBytes)
+                    return fail(431, "trailer section too large");
                 if (end == rpos || base[end - 1] != '\r')
                     return fail(400, "bare LF in trailer section");
                 const lineLen = end - 1 - rpos;
                 trailerBytes += lineLen + 2;
-                if (trailerBytes > limits.maxHeaderBytes)
-                    return fail(431, "trailer section too large");
                 if (lineLen > 0)
                 {
                     const c0 = base[rpos];
