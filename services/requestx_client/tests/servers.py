@@ -22,6 +22,7 @@ CHUNK = b"x" * 65536
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "testserver"
+    disable_nagle_algorithm = True
 
     def log_message(self, *args):  # keep test output clean
         pass
@@ -177,9 +178,17 @@ class Handler(BaseHTTPRequestHandler):
         self.send(404, b"not found", content_type="text/plain")
 
 
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256
+
+    def handle_error(self, request, client_address):  # clients hanging up early is what the tests do
+        pass
+
+
 class Server:
     def __init__(self, tls_context: ssl.SSLContext | None = None) -> None:
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _HTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         if tls_context is not None:
             self.httpd.socket = tls_context.wrap_socket(self.httpd.socket, server_side=True)

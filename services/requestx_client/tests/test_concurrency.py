@@ -1,0 +1,81 @@
+"""A session shared by 8 threads, the interpreter lock released during I/O, and a big streamed body
+read in bounded memory."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import requestx_client as requests
+
+
+def _rss_kib() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+def test_eight_threads_share_one_session(server, tls_server, ca_file):
+    s = requests.Session(verify=ca_file)
+    errors = []
+
+    def worker(t: int) -> int:
+        done = 0
+        for i in range(40):
+            base = server.url if i % 2 else tls_server.url
+            r = s.get(base + "/echo", params={"t": t, "i": i}, headers={"X-Thread": str(t)})
+            j = r.json()
+            if j["args"] != [["t", str(t)], ["i", str(i)]] or j["headers"]["X-Thread"] != str(t):
+                errors.append((t, i, j))
+            done += 1
+        return done
+
+    with ThreadPoolExecutor(8) as pool:
+        assert sum(pool.map(worker, range(8))) == 320
+    assert errors == []
+    assert s._native.pool_count() == 1  # one pool (both hosts) shared by every thread
+
+
+def test_gil_released_while_waiting(server):
+    """Four slow requests from four threads overlap: the lock is not held during network waits."""
+    s = requests.Session()
+    t0 = time.monotonic()
+    threads = [threading.Thread(target=lambda: s.get(server.url + "/slow-headers?delay=0.4")) for _ in range(4)]
+    ticks = 0
+    for t in threads:
+        t.start()
+    while any(t.is_alive() for t in threads):  # the main thread keeps running Python meanwhile
+        ticks += 1
+        time.sleep(0.001)
+    took = time.monotonic() - t0
+    assert took < 0.8, took
+    assert ticks > 100
+
+
+def test_big_streamed_body_bounded_memory(server):
+    size = 200 * 1024 * 1024
+    s = requests.Session()
+    r = s.get(server.url + f"/big?size={size}", stream=True)
+    before = _rss_kib()
+    peak = before
+    total = 0
+    for i, chunk in enumerate(r.iter_content(chunk_size=256 * 1024)):
+        total += len(chunk)
+        if i % 64 == 0:
+            peak = max(peak, _rss_kib())
+    assert total == size
+    assert peak - before < 64 * 1024, f"RSS grew by {(peak - before) // 1024} MiB while streaming"
+    assert s.get(server.url + "/echo").ok
+
+
+def test_many_requests_no_leak(server):
+    s = requests.Session()
+    for _ in range(300):
+        s.get(server.url + "/echo")
+    before = _rss_kib()
+    for _ in range(2000):
+        assert s.get(server.url + "/big?size=2000").content == b"x" * 2000
+    assert _rss_kib() - before < 8 * 1024
