@@ -58,7 +58,7 @@ def _pairs(data: Any) -> list[tuple[Any, Any]]:
         items: Iterable[Any] = data.items()
     else:
         items = data
-    out = []
+    out: list[tuple[Any, Any]] = []
     for k, v in items:
         if v is None:
             continue
