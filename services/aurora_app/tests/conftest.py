@@ -24,7 +24,7 @@ def _build(tmp_dir: pathlib.Path) -> str:
         pytest.fail("AURORA_BIN is not set and ldc2 is not installed to build the server")
     out = tmp_dir / "aurora_app"
     srcs = [str(ROOT / "source" / "app.d")] + sorted(str(p) for p in (ROOT / "source" / "aurora").glob("*.d"))
-    subprocess.run([ldc2, "-O2", "-release", "-I", str(ROOT / "source"), *srcs, f"-of={out}"],
+    subprocess.run([ldc2, "-O3", "-release", "-boundscheck=on", "-I", str(ROOT / "source"), *srcs, f"-of={out}"],
                    check=True, cwd=tmp_dir)
     return str(out)
 
