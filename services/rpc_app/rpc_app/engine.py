@@ -119,9 +119,9 @@ class Engine:
     def _handle_general(self, data, session):
         try:
             msg = self._parse(data)
-            flags = self.limits.needed(data)
+            flags, opens = self.limits.analyze(data)
             if flags:
-                self.limits.check(msg, flags)
+                self.limits.check(msg, flags, opens)
         except _Fail as f:
             return self._fail_bytes(f)
         except LimitExceeded as exc:
@@ -415,9 +415,9 @@ class Engine:
             msg = self._parse(data)
             t1 = perf_counter()
             m.h_parse.observe(t1 - t0)
-            flags = self.limits.needed(data)
+            flags, opens = self.limits.analyze(data)
             if flags:
-                self.limits.check(msg, flags)
+                self.limits.check(msg, flags, opens)
             t2 = perf_counter()
             m.h_validate.observe(t2 - t1)
         except _Fail as f:

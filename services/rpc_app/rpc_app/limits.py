@@ -5,20 +5,53 @@ Two steps keep the cost at microseconds for normal messages:
 1. ``Limits.needed(raw)`` derives, from the raw message length and a count of its
    opening brackets (both C-speed), which limits the message *cannot* break:
    a string of L characters needs at least L+2 bytes, an array of k elements at
-   least 2k+1 bytes, and a nesting depth of d at least d opening brackets.
+   least 2k+1 bytes, and a nesting depth of d at least d opening brackets (counted
+   only in messages up to 4 KB; beyond, the walk is cheaper).
 2. Only when a limit could be broken, ``Limits.check(obj, ...)`` walks the parsed
-   value with an explicit stack (no recursion: a 100,000-deep nesting cannot raise
-   RecursionError; orjson itself refuses nesting deeper than 1024).
+   value level by level with C-level iterators (no recursion: a 100,000-deep nesting
+   cannot raise RecursionError; orjson itself refuses nesting deeper than 1024).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain, compress, repeat
+from operator import is_
+
+_chain_all = chain.from_iterable
+_compress = compress
+_repeat = repeat
+_is = is_
+_dict_values = dict.values
+
+import orjson
 
 from .errors import LimitExceeded
 
-_SCALARS = frozenset((int, float, bool, type(None)))
-_SCALARS_AND_STR = _SCALARS | {str}
+_dumps = orjson.dumps
+_OPT_INDENT_2 = orjson.OPT_INDENT_2
+_JSONEncodeError = orjson.JSONEncodeError
+
+
+_OPENS_CAP = 64
+
+
+def _count_upto(raw, cap: int) -> int:
+    """Number of '[' plus '{' in raw, or -1 if over ``cap`` (find is memchr-fast; count is not)."""
+    if isinstance(raw, str):
+        a, b = "[", "{"
+    else:
+        a, b = b"[", b"{"
+    n = 0
+    for ch in (a, b):
+        i = raw.find(ch)
+        while i >= 0:
+            n += 1
+            if n > cap:
+                return -1
+            i = raw.find(ch, i + 1)
+    return n
+
 
 CHECK_DEPTH = 1
 CHECK_LENGTH = 2
@@ -43,24 +76,36 @@ class Limits:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
         if self.max_depth > 1000:
             raise ValueError("max_depth must be <= 1000 (the JSON parser stops at 1024)")
+        # messages up to this many bytes (or characters) cannot break any size limit
+        object.__setattr__(self, "_small", min(2 * self.max_depth, self.max_string_length + 1,
+                                               2 * self.max_array_length + 1))
 
     # -- step 1: what could the message break at all? -------------------------------
     def needed(self, raw) -> int:
         """Bit set of the checks a message of this raw text could fail (0: none)."""
+        return self.analyze(raw)[0]
+
+    def analyze(self, raw) -> tuple[int, int]:
+        """(flags, opens): the checks ``raw`` could fail, and its number of opening brackets
+        (an upper bound on its containers) or -1 when over ``_OPENS_CAP``."""
         n = len(raw)
+        if n <= self._small:
+            return 0, -1
         flags = 0
         if n > self.max_string_length + 1:
             flags |= CHECK_STRING
+        opens = _count_upto(raw, _OPENS_CAP)
+        if opens < 0 or opens > self.max_depth:
+            flags |= CHECK_DEPTH
         if n > 2 * self.max_array_length + 1:
-            flags |= CHECK_LENGTH
-        if n > 2 * self.max_depth:
-            if isinstance(raw, str):
-                opens = raw.count("[") + raw.count("{")
+            if opens >= 0:
+                flags |= CHECK_LENGTH  # few containers: their lengths are cheap to check
             else:
-                opens = raw.count(b"[") + raw.count(b"{")
-            if opens > self.max_depth:
-                flags |= CHECK_DEPTH
-        return flags
+                # k elements need k-1 commas (commas in strings only add to the count)
+                commas = raw.count(",") if isinstance(raw, str) else raw.count(b",")
+                if commas >= self.max_array_length:
+                    flags |= CHECK_LENGTH
+        return flags, opens
 
     def message_bytes(self, raw) -> int:
         """UTF-8 size of a message given as bytes or str (encodes only when it must)."""
@@ -71,9 +116,15 @@ class Limits:
             return len(raw.encode("utf-8", "surrogatepass"))
         return len(raw)
 
-    # -- step 2: iterative walk ------------------------------------------------------------
-    def check(self, obj, flags: int = CHECK_DEPTH | CHECK_LENGTH | CHECK_STRING) -> None:
-        """Raise LimitExceeded if ``obj`` breaks a limit selected by ``flags``."""
+    # -- step 2: iterative walk, one nesting level at a time, at C speed ----------------
+    def check(self, obj, flags: int = CHECK_DEPTH | CHECK_LENGTH | CHECK_STRING, opens: int = -1) -> None:
+        """Raise LimitExceeded if ``obj`` breaks a limit selected by ``flags``.
+
+        Breadth-first by nesting level: each level's containers are split into dicts and
+        lists, and the next level is gathered with ``chain``/``compress``/``map`` (no Python
+        code per element), so the cost per element is a few C calls and the loop runs once
+        per level (at most ``max_depth`` + 1 times). No recursion.
+        """
         if not flags:
             return
         max_depth = self.max_depth
@@ -87,43 +138,76 @@ class Limits:
             if chk_str and len(obj) > max_str:
                 raise LimitExceeded("string_length", max_str, len(obj))
             return
-        if t is not list and t is not dict:
+        if t is dict:
+            dicts, lists = [obj], []
+        elif t is list:
+            dicts, lists = [], [obj]
+        else:
             return
-        stack = [(obj, 1)]
-        pop = stack.pop
-        push = stack.append
-        while stack:
-            node, depth = pop()
+        # ``opens`` (from analyze) bounds the number of containers (brackets in strings only
+        # add): once that many were seen, nothing lies deeper and no element needs a look.
+        if chk_str:
+            opens = -1
+        seen = 0
+        depth = 1
+        depth_only = chk_depth and not chk_len and not chk_str and max_depth < 250
+        while dicts or lists:
             if chk_depth and depth > max_depth:
                 raise LimitExceeded("nesting_depth", max_depth)
-            if chk_len and len(node) > max_len:
-                raise LimitExceeded("array_length", max_len, len(node))
-            if type(node) is dict:
+            if depth_only and len(dicts) + len(lists) > 32 and self._depth_ok_pretty(dicts + lists, depth):
+                return
+            if chk_len:
+                longest = max(max(map(len, dicts), default=0), max(map(len, lists), default=0))
+                if longest > max_len:
+                    raise LimitExceeded("array_length", max_len, longest)
+            if opens >= 0:
+                seen += len(dicts) + len(lists)
+                if seen >= opens:
+                    return
+            if dicts:
                 if chk_str:
-                    for k in node:
-                        if len(k) > max_str:
-                            raise LimitExceeded("string_length", max_str, len(k))
-                values = node.values()
-            else:
-                values = node
-            # Fast path, C-speed: a container of scalars (and strings) needs no walk.
-            kinds = set(map(type, values))
-            if kinds <= _SCALARS:
-                continue
-            if kinds <= _SCALARS_AND_STR:
-                if chk_str:
-                    longest = max(len(v) for v in values if type(v) is str)
+                    longest = max(map(len, _chain_all(dicts)), default=0)
                     if longest > max_str:
                         raise LimitExceeded("string_length", max_str, longest)
-                continue
-            child_depth = depth + 1
-            for v in values:
-                tv = type(v)
-                if tv is list or tv is dict:
-                    push((v, child_depth))
-                elif tv is str and chk_str and len(v) > max_str:
-                    raise LimitExceeded("string_length", max_str, len(v))
+                values = list(_chain_all(map(_dict_values, dicts)))
+                if lists:
+                    values.extend(_chain_all(lists))
+            elif len(lists) == 1:
+                values = lists[0]
+            else:
+                values = list(_chain_all(lists))
+            kinds = set(map(type, values))
+            if dict not in kinds and list not in kinds and not (chk_str and str in kinds):
+                return
+            types = list(map(type, values))
+            if chk_str and str in kinds:
+                longest = max(map(len, _compress(values, map(_is, types, _repeat(str)))))
+                if longest > max_str:
+                    raise LimitExceeded("string_length", max_str, longest)
+            dicts = list(_compress(values, map(_is, types, _repeat(dict)))) if dict in kinds else []
+            lists = list(_compress(values, map(_is, types, _repeat(list)))) if list in kinds else []
+            depth += 1
+
+    def _depth_ok_pretty(self, containers: list, depth: int) -> bool:
+        """True if no container below ``containers`` (all at ``depth``) is deeper than max_depth.
+
+        orjson's indented output puts the members of a container at depth k on lines
+        indented by 2k spaces, and strings cannot hold a raw newline. Wrapped in one list,
+        the containers sit at depth 2, so a container at real depth max_depth + 1 would put
+        a line at 2 * (max_depth - depth + 2) spaces. One C-speed dump and one find
+        instead of a pass per level. False means: not proven, walk on.
+        """
+        try:
+            pretty = _dumps(containers, option=_OPT_INDENT_2)
+        except _JSONEncodeError:
+            return False
+        return pretty.find(b"\n" + b" " * (2 * (self.max_depth - depth + 2))) < 0
 
     def validate(self, obj, raw=None) -> None:
         """Check ``obj`` (the parsed form of ``raw``); with ``raw``, skip what cannot fail."""
-        self.check(obj, self.needed(raw) if raw is not None else CHECK_DEPTH | CHECK_LENGTH | CHECK_STRING)
+        if raw is None:
+            self.check(obj)
+        else:
+            flags, opens = self.analyze(raw)
+            if flags:
+                self.check(obj, flags, opens)

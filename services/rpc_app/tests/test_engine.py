@@ -458,3 +458,26 @@ def test_metrics_counts_and_sampled_stages():
     for stage in ("parse", "validate", "dispatch", "encode"):
         assert f'perfkit_hotpath_duration_seconds_count{{hotpath="{stage}",service="rpc_app"}}' in text
     assert 'perfkit_hotpath_duration_seconds_count{hotpath="parse",service="rpc_app"} 5.0' in text
+
+
+def test_depth_check_many_containers_both_ways():
+    """Many containers (the dump-and-find path) and few (the walk), just under and just over the limit."""
+    from rpc_app.limits import CHECK_DEPTH, Limits
+    from rpc_app.errors import LimitExceeded
+    lim = Limits(max_depth=6)
+
+    def nest(d):  # a container of depth d (d >= 1)
+        v = []
+        for _ in range(d - 1):
+            v = [v]
+        return v
+    for many in (1, 100):
+        # {"params": [...]} is depth 2, so elements nest(4) reach depth 6
+        ok = {"params": [nest(4) for _ in range(many)] + ["[[[[[[[[[[[", "\n            ["]}
+        lim.check(ok, CHECK_DEPTH)
+        bad = {"params": [nest(4) for _ in range(many)] + [nest(5)]}
+        with pytest.raises(LimitExceeded):
+            lim.check(bad, CHECK_DEPTH)
+        bad_empty = {"params": [nest(4) for _ in range(many)] + [{"k": [[[{}]]]}]}
+        with pytest.raises(LimitExceeded):
+            lim.check(bad_empty, CHECK_DEPTH)
