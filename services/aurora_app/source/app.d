@@ -165,6 +165,21 @@ int main(string[] args)
         return 2;
     }
 
+    // room for --max-connections descriptors (as far as the hard limit allows)
+    {
+        import core.sys.posix.sys.resource : rlimit, getrlimit, setrlimit, RLIMIT_NOFILE;
+        rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        {
+            const want = cast(ulong) cfg.maxConnections + 64 + 8 * cfg.workers;
+            if (rl.rlim_cur < want)
+            {
+                rl.rlim_cur = want < rl.rlim_max ? want : rl.rlim_max;
+                setrlimit(RLIMIT_NOFILE, &rl);
+            }
+        }
+    }
+
     // SIGTERM/SIGINT are taken by sigwait in this thread; workers inherit the mask
     sigset_t sigs;
     sigemptyset(&sigs);

@@ -149,3 +149,42 @@ def test_idle_server_does_not_spin(make_server):
     finally:
         for s in conns:
             s.close()
+
+
+def test_out_of_descriptors_does_not_spin(aurora_bin):
+    import resource
+    import subprocess
+    from conftest import Server
+
+    def low_fd_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (32, 32))
+
+    proc = subprocess.Popen([aurora_bin, "--port", "0", "--workers", "1"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=low_fd_limit)
+    srv = None
+    conns = []
+    try:
+        port = int(proc.stdout.readline().rsplit(":", 1)[1].split()[0])
+        srv = Server(proc, "127.0.0.1", port)
+        # more connections than the server has descriptors: the extra ones wait in the backlog
+        conns = [srv.connect() for _ in range(40)]
+        time.sleep(0.3)
+        before = _cpu_seconds(proc.pid)
+        time.sleep(1.5)
+        used = _cpu_seconds(proc.pid) - before
+        assert used < 0.1, f"server spun at the descriptor limit ({used:.2f} s CPU in 1.5 s)"
+        # the first ones are served; after they go, the waiting ones are accepted and served too
+        conns[0].sendall(get("/plaintext"))
+        assert Reader(conns[0]).read_response().status == 200
+        for s in conns[:20]:
+            s.close()
+        last = conns[-1]
+        last.sendall(get("/plaintext"))
+        assert Reader(last).read_response().status == 200
+    finally:
+        for s in conns:
+            s.close()
+        if srv:
+            assert srv.stop() == 0
+        else:
+            proc.kill()

@@ -123,6 +123,7 @@ struct Worker
     Params params;
     long nowMs;
     bool shuttingDown;
+    bool listenerPaused;
     long drainDeadlineMs;
 
 @nogc nothrow:
@@ -168,7 +169,7 @@ struct Worker
             if (shuttingDown && nconns == 0)
                 break;
             // no connections: sleep until something happens
-            const timeout = nconns ? sweepEvery : -1;
+            const timeout = (nconns || listenerPaused) ? sweepEvery : -1;
             const n = epoll_wait(epfd, events.ptr, cast(int) events.length, timeout);
             if (n < 0 && errno != EINTR)
                 break;
@@ -215,7 +216,14 @@ private:
             {
                 if (errno == EINTR || errno == ECONNABORTED)
                     continue;
-                return; // EAGAIN, or out of descriptors (retried on the next event)
+                if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                {
+                    // out of descriptors/memory: stop listening until the next
+                    // sweep instead of spinning on a level-triggered listener
+                    epoll_ctl(epfd, EPOLL_CTL_DEL, listenFd, null);
+                    listenerPaused = true;
+                }
+                return; // EAGAIN: accepted everything pending
             }
             if (atomicOp!"+="(liveConnections, 1) > cfg.maxConnections)
             {
@@ -548,6 +556,14 @@ private:
 
     void sweep()
     {
+        if (listenerPaused && !shuttingDown)
+        {
+            epoll_event ev;
+            ev.events = EPOLLIN;
+            ev.data.u64 = idListener;
+            if (epoll_ctl(epfd, EPOLL_CTL_ADD, listenFd, &ev) == 0)
+                listenerPaused = false;
+        }
         long bufBytes = 0;
         foreach_reverse (i; 0 .. nconns)
         {
