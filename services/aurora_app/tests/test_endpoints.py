@@ -100,3 +100,8 @@ def test_metrics_exposition(server):
     for line in body.splitlines():
         if line and not line.startswith("#"):
             assert re.fullmatch(r'[a-z_]+(\{[^}]*\})? [0-9.e+-]+', line), line
+
+
+def test_absolute_form_target(server):
+    r = request(server, b"GET http://example.com/hello/abs?q=1 HTTP/1.1\r\nHost: example.com\r\n\r\n")
+    assert r.status == 200 and r.body == b"Hello, abs!"

@@ -260,12 +260,20 @@ private:
         if (ver[5] != '1')
             return fail(505, "HTTP version not supported");
         req.minorVersion = cast(ubyte)(ver[7] - '0');
-        if (req.target[0] == '/')
+        if (req.target[0] == '/' || isAbsoluteForm(req.target))
         {
-            size_t q = 0;
+            // origin-form, or absolute-form (RFC 9112 §3.2.2): route on its path
+            size_t p0 = 0;
+            if (req.target[0] != '/')
+            {
+                p0 = lower(req.target[4]) == 's' ? 8 : 7;
+                while (p0 < req.target.length && req.target[p0] != '/' && req.target[p0] != '?')
+                    p0++;
+            }
+            size_t q = p0;
             while (q < req.target.length && req.target[q] != '?')
                 q++;
-            req.path = req.target[0 .. q];
+            req.path = q > p0 ? req.target[p0 .. q] : "/";
             req.query = q < req.target.length ? req.target[q + 1 .. $] : null;
         }
         else if (req.target == "*" && req.method == Method.OPTIONS)
@@ -491,6 +499,16 @@ private:
 }
 
 // ---------------------------------------------------------------- helpers
+
+/// "http://x..." or "https://x..." (scheme case-insensitive, non-empty authority).
+bool isAbsoluteForm(const(char)[] t) pure
+{
+    if (t.length > 7 && ieq(t[0 .. 7], "http://"))
+        return t[7] != '/';
+    if (t.length > 8 && ieq(t[0 .. 8], "https://"))
+        return t[8] != '/';
+    return false;
+}
 
 bool isDigit(char c) pure { return c >= '0' && c <= '9'; }
 
@@ -784,4 +802,11 @@ unittest
     assert(f.st == ParseStatus.done && r.body.length == 3);
     f = feed(r, "GET / HTTP/1.1\r\nHost: a\r\n");
     assert(f.st == ParseStatus.needMore);
+    // absolute-form targets route on their path
+    f = feed(r, "GET http://example.com/json?x=1 HTTP/1.1\r\nHost: example.com\r\n\r\n");
+    assert(f.st == ParseStatus.done && r.path == "/json" && r.query == "x=1");
+    f = feed(r, "GET HTTPS://example.com HTTP/1.1\r\nHost: example.com\r\n\r\n");
+    assert(f.st == ParseStatus.done && r.path == "/" && r.query is null);
+    f = feed(r, "GET http:/// HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert(f.st == ParseStatus.error && f.status == 400);
 }
