@@ -76,6 +76,7 @@ class ServerConfig:
     max_queue: int = 16
     write_limit: int = 64 * 1024
     send_timeout: float = 10.0
+    compress_level: int = 6
     metrics_path: str = "/metrics"
 
 

@@ -20,9 +20,9 @@ pytestmark = pytest.mark.asyncio
 MAX_BYTES = 300_000
 
 
-@pytest.fixture(scope="module")
-def server():
-    with run_server("--max-message-bytes", str(MAX_BYTES), "--max-in-flight", "8",
+@pytest.fixture(scope="module", params=["picows", "websockets"])
+def server(request):
+    with run_server("--server", request.param, "--max-message-bytes", str(MAX_BYTES), "--max-in-flight", "8",
                     "--ping-interval", "0.5", "--ping-timeout", "1", "--send-timeout", "1",
                     "--sample-every", "1") as (proc, port):
         yield proc, port
@@ -193,12 +193,21 @@ async def test_compression_negotiated_for_large_results_only(server):
         r = await call(ws, "big", [1024], 2)  # 1 MB result
         assert len(r["result"]) == 1024 * 1024
         assert seen[0][0] is True  # first frame compressed
-        assert len(seen) > 1  # fragmented
         assert sum(s for _, s, _ in seen) < 200_000  # compressed on the wire
     async with websockets.connect(url(port), compression=None, max_size=None) as ws:
         assert ws.response.headers.get("Sec-WebSocket-Extensions") is None
+        frames = []
+        orig = ws.protocol.recv_frame
+
+        def recv_frame(frame):
+            frames.append((frame.opcode.name, frame.fin, len(frame.data)))
+            return orig(frame)
+        ws.protocol.recv_frame = recv_frame
         r = await call(ws, "big", [300], 3)
         assert len(r["result"]) == 300 * 1024
+        # a large result is sent as several frames (fragmented), not one 300 KB frame
+        assert len(frames) > 1 and frames[0][:2] == ("TEXT", False) and frames[-1][:2] == ("CONT", True)
+        assert max(n for _, _, n in frames) <= 64 * 1024
 
 
 async def test_disconnect_mid_call_cancels(server):
@@ -267,3 +276,20 @@ async def test_metrics_and_http_endpoints(server):
         assert metric(text, "perfkit_hotpath_duration_seconds_count", hotpath=stage, service="rpc_app") >= 1
     assert (await asyncio.to_thread(http_get, port, "/healthz"))[0] == 200
     assert (await asyncio.to_thread(http_get, port, "/"))[0] == 426
+
+
+async def test_compressed_requests_and_deflate_bomb(server):
+    _, port = server
+    async with websockets.connect(url(port), max_size=None) as ws:
+        assert ws.protocol.extensions  # the client compresses what it sends
+        value = "abc" * 60_000  # 180 KB, a few hundred bytes compressed
+        r = await call(ws, "echo", [value], 1)
+        assert r["result"] == value
+    async with websockets.connect(url(port), max_size=None) as ws:
+        bomb = req("echo", ["x" * 2_000_000], 2)  # ~2 KB on the wire, 2 MB inflated
+        await ws.send(bomb)
+        with pytest.raises(ConnectionClosed):
+            await asyncio.wait_for(ws.recv(), 5)
+        assert ws.close_code == 1009
+    async with websockets.connect(url(port)) as ws:
+        assert (await call(ws, "add", [1, 2]))["result"] == 3
