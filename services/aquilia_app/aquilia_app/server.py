@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 DEFAULT_PORT = 8081
-DEFAULT_SERVER = "uvicorn"
+DEFAULT_SERVER = "granian"  # measured: ~2x uvicorn+httptools+uvloop req/s here (README)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -32,7 +32,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--db", default=None, help="SQLite file (default: a fresh temp file)")
     p.add_argument("--no-metrics", action="store_true", help="turn instrumentation and /metrics off")
     p.add_argument("--max-body", type=int, default=None, help="request body limit in bytes (default 1 MiB)")
-    p.add_argument("--log-level", default="warning")
+    p.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"))
     a = p.parse_args(argv)
     if not 0 <= a.port <= 65535:
         p.error("--port must be between 0 and 65535")
@@ -89,15 +89,17 @@ def serve_uvicorn(a: argparse.Namespace) -> None:
 def serve_granian(a: argparse.Namespace) -> None:
     from granian import Granian
     from granian.constants import HTTPModes, Interfaces, Loops
+    from granian.log import LogLevels
 
-    port = a.port
-    if port == 0:  # granian binds itself: pick a free port first
-        with socket.socket(socket.AF_INET6 if ":" in a.host else socket.AF_INET) as s:
-            s.bind((a.host, 0))
-            port = s.getsockname()[1]
+    # granian binds the socket itself (and panics if it cannot): probe the address first, which also
+    # picks the free port when --port 0.
+    with socket.socket(socket.AF_INET6 if ":" in a.host else socket.AF_INET) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((a.host, a.port))
+        port = s.getsockname()[1]
     _announce(a.host, port)
     Granian(a.app, address=a.host, port=port, interface=Interfaces.ASGI, workers=a.workers, loop=Loops.uvloop,
-            http=HTTPModes.http1, websockets=False, log_enabled=a.log_level in ("debug", "info"),
+            http=HTTPModes.http1, websockets=False, log_enabled=True, log_level=LogLevels(a.log_level),
             backlog=2048).serve()
 
 

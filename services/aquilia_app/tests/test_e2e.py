@@ -1,4 +1,4 @@
-"""End to end: the real server (uvicorn + httptools + uvloop) in a subprocess, over real sockets."""
+"""End to end: the real server (granian, and uvicorn + httptools + uvloop) in a subprocess, over real sockets."""
 import time
 
 import httpx
@@ -10,9 +10,9 @@ from server_util import raw_request, running_server, status_of
 from aquilia_app.app import HTML_ROWS, JSON_LARGE, JSON_SMALL, STREAM_CHUNK
 
 
-@pytest.fixture(scope="module")
-def server():
-    with running_server("--workers", "1") as (port, proc):
+@pytest.fixture(scope="module", params=["granian", "uvicorn"])
+def server(request):
+    with running_server("--workers", "1", "--server", request.param) as (port, proc):
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
             yield port, client, proc
 
