@@ -80,7 +80,7 @@ class AsyncClient(ClientBase):
         fut = loop.create_future()
         t0 = perf_counter()
         pending = self._native.start(loop, _Deliver(fut), prep.method, prep.url,
-                                     [(k, v) for k, v in prep.headers.items()], prep.body,
+                                     list(prep.headers._store.values()), prep.body,
                                      connect, read, total, verify, plist)
         try:
             native = await fut

@@ -12,9 +12,10 @@ use bytes::Bytes;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
+mod json;
 mod tls;
 
 // ---------------------------------------------------------------------------------------------
@@ -417,11 +418,11 @@ impl Done {
 async fn execute(p: Prepared) -> Result<Done, Failure> {
     let Prepared { client, request, total, stream, via_proxy } = p;
     let work = async move {
-        let resp = client.execute(request).await.map_err(|e| classify(e, Phase::Send, via_proxy))?;
+        let mut resp = client.execute(request).await.map_err(|e| classify(e, Phase::Send, via_proxy))?;
         let status = resp.status().as_u16();
         let url = resp.url().as_str().to_owned();
         let version = version_str(resp.version());
-        let headers = resp.headers().clone();
+        let headers = std::mem::take(resp.headers_mut());
         let body = if stream {
             BodyState::Streaming { resp, pending: Bytes::new() }
         } else {
@@ -493,10 +494,16 @@ impl NativeResponse {
     /// Parse the body as JSON straight from the response bytes (GIL released for large bodies).
     fn json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let data = self.read_all(py)?;
-        let parse = |d: &[u8]| serde_json::from_slice::<serde_json::Value>(strip_bom(d));
-        let parsed = if data.len() >= 64 * 1024 { py.detach(|| parse(&data)) } else { parse(&data) };
+        let body = strip_bom(&data);
+        let parsed = if body.len() >= JSON_DETACH_MIN { py.detach(|| json::parse(body)) } else { json::parse(body) };
         match parsed {
-            Ok(v) => to_py(py, &v),
+            Ok(tree) => {
+                let obj = json::ToPy::new(py).convert(&tree);
+                if body.len() >= JSON_DETACH_MIN {
+                    py.detach(move || drop(tree));
+                }
+                obj
+            }
             Err(e) => {
                 let exc = py.import("requestx_client.exceptions")?.getattr("JSONDecodeError")?;
                 let pos = byte_pos(&data, e.line(), e.column());
@@ -504,6 +511,17 @@ impl NativeResponse {
                 Err(PyErr::from_value(exc.call1((e.to_string(), doc, pos))?))
             }
         }
+    }
+
+    /// Nanoseconds spent (parsing with the lock released, converting to Python objects): for tuning.
+    fn _json_phases(&self, py: Python<'_>) -> PyResult<(u128, u128)> {
+        let data = self.read_all(py)?;
+        let t0 = std::time::Instant::now();
+        let tree = py.detach(|| json::parse(strip_bom(&data))).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let t1 = std::time::Instant::now();
+        let _obj = json::ToPy::new(py).convert(&tree)?;
+        let t2 = std::time::Instant::now();
+        Ok(((t1 - t0).as_nanos(), (t2 - t1).as_nanos()))
     }
 
     /// Next piece of a streamed body: at most `size` bytes (any size if None); None at the end.
@@ -591,6 +609,9 @@ impl NativeResponse {
     }
 }
 
+/// Bodies at least this large are parsed with the interpreter lock released.
+const JSON_DETACH_MIN: usize = 32 * 1024;
+
 fn strip_bom(d: &[u8]) -> &[u8] {
     d.strip_prefix(b"\xef\xbb\xbf").unwrap_or(d)
 }
@@ -611,38 +632,6 @@ fn byte_pos(data: &[u8], line: usize, column: usize) -> usize {
         }
     }
     (start + column.saturating_sub(1)).min(data.len())
-}
-
-fn to_py<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
-    use serde_json::Value;
-    Ok(match v {
-        Value::Null => py.None().into_bound(py),
-        Value::Bool(b) => pyo3::types::PyBool::new(py, *b).to_owned().into_any(),
-        Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                i.into_pyobject(py)?.into_any()
-            } else if let Some(u) = n.as_u64() {
-                u.into_pyobject(py)?.into_any()
-            } else {
-                n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any()
-            }
-        }
-        Value::String(s) => PyString::new(py, s).into_any(),
-        Value::Array(a) => {
-            let list = PyList::empty(py);
-            for item in a {
-                list.append(to_py(py, item)?)?;
-            }
-            list.into_any()
-        }
-        Value::Object(m) => {
-            let d = PyDict::new(py);
-            for (k, item) in m {
-                d.set_item(PyString::new(py, k), to_py(py, item)?)?;
-            }
-            d.into_any()
-        }
-    })
 }
 
 // ---------------------------------------------------------------------------------------------

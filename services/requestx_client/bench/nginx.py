@@ -1,0 +1,88 @@
+"""Start one nginx worker for the benchmarks (pinned to a CPU core), answering from its config.
+
+    python bench/nginx.py --port 18080 --cpu 1          # runs in the foreground until Ctrl-C
+
+Routes: /            -> 200 "Hello, World!" (13 bytes, `return` from the config, no file I/O)
+        /post        -> 200 "ok" (request body read and discarded)
+        /json-1mb    -> a 1 MB JSON document (static file; open_file_cache on)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+CONF = """
+worker_processes 1;
+daemon off;
+pid {root}/nginx.pid;
+error_log {root}/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    keepalive_requests 10000000;
+    keepalive_timeout 300s;
+    open_file_cache max=16 inactive=600s;
+    open_file_cache_valid 600s;
+    client_body_buffer_size 64k;
+    client_body_temp_path {root}/body;
+    proxy_temp_path {root}/proxy;
+    fastcgi_temp_path {root}/fastcgi;
+    uwsgi_temp_path {root}/uwsgi;
+    scgi_temp_path {root}/scgi;
+    server {{
+        listen 127.0.0.1:{port} reuseport backlog=4096;
+        location = / {{ default_type text/plain; return 200 "Hello, World!"; }}
+        location = /post {{ default_type text/plain; return 200 "ok"; }}
+        location = /json-1mb {{ default_type application/json; alias {root}/1mb.json; }}
+    }}
+}}
+"""
+
+
+def make_json(path: str, size: int = 1 << 20) -> None:
+    items, n = [], 0
+    while n < size:
+        item = {"id": len(items), "name": f"user{len(items)}", "email": f"u{len(items)}@example.org",
+                "active": len(items) % 2 == 0, "score": len(items) * 1.25, "tags": ["a", "b", "c"]}
+        items.append(item)
+        n += len(json.dumps(item)) + 2
+    with open(path, "w") as f:
+        json.dump(items, f)
+    os.chmod(path, 0o644)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, default=18080)
+    ap.add_argument("--cpu", type=int, default=1, help="core to pin the worker to (taskset)")
+    args = ap.parse_args()
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    root = tempfile.mkdtemp(prefix="rx-nginx-")
+    os.chmod(root, 0o755)  # the worker runs as an unprivileged user when started as root
+    make_json(os.path.join(root, "1mb.json"))
+    conf = os.path.join(root, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write(CONF.format(root=root, port=args.port))
+    cmd = ["taskset", "-c", str(args.cpu), nginx, "-c", conf, "-p", root]
+    proc = subprocess.Popen(cmd)
+    print(f"nginx pid {proc.pid} on 127.0.0.1:{args.port}, cpu {args.cpu}", flush=True)
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGQUIT)
+            proc.wait(10)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
