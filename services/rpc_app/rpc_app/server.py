@@ -76,7 +76,7 @@ class ServerConfig:
     max_queue: int = 16
     write_limit: int = 64 * 1024
     send_timeout: float = 10.0
-    compress_level: int = 6
+    compress_level: int = 1
     metrics_path: str = "/metrics"
 
 
@@ -170,7 +170,7 @@ class RpcServer:
         if cfg.compression:
             extensions = [ThresholdDeflateFactory(cfg.compress_min_bytes, server_max_window_bits=15,
                                                   client_max_window_bits=15,
-                                                  compress_settings={"memLevel": 8, "level": 6})]
+                                                  compress_settings={"memLevel": 8, "level": cfg.compress_level})]
         self._server = await serve(
             self._handler, cfg.host, cfg.port,
             compression=None, extensions=extensions,

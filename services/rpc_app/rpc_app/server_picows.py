@@ -334,6 +334,7 @@ class PicowsRpcServer:
             self._factory, cfg.host, cfg.port,
             max_frame_size=cfg.limits.max_message_bytes,
             websocket_handshake_timeout=cfg.close_timeout,
+            read_buffer_init_size=4096,
             **kwargs)
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port

@@ -189,3 +189,22 @@ async def test_daphne_real_socket(daphne_server):
 async def _roundtrip(ws, text):
     await ws.send(text)
     return asyncio.wait_for(ws.recv(), 10)
+
+
+async def test_db_hop_forced_still_serves():
+    """With Channels' per-message close_old_connections hop kept (as when a database is configured)."""
+    from rpc_app.django_channels import AsyncJsonRpcConsumer, rpc_method
+
+    class WithHop(AsyncJsonRpcConsumer):
+        rpc_close_old_db_connections = True
+
+        @rpc_method()
+        def add(self, a: int, b: int):
+            return a + b
+
+    assert WithHop._rpc_db_hop() is True and DemoConsumer._rpc_db_hop() is False
+    c = await connect(WithHop.as_asgi())
+    try:
+        assert (await rpc(c, "add", [2, 3]))["result"] == 5
+    finally:
+        await c.disconnect()
