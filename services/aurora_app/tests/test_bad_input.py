@@ -6,7 +6,7 @@ server accept it; refusing it removes a classic request-smuggling ambiguity).
 """
 import pytest
 
-from conftest import Reader, get, request
+from rawhttp import Reader, get, request
 
 H = "Host: t\r\n"
 BAD = [

@@ -1,7 +1,7 @@
 """Keep-alive, pipelining, split reads, Connection: close, HTTP/1.0."""
 import time
 
-from conftest import Reader, get
+from rawhttp import Reader, get
 
 
 def test_keep_alive_many_requests(server):

@@ -2,7 +2,7 @@
 import json
 import re
 
-from conftest import Reader, get, request
+from rawhttp import Reader, get, request
 
 
 def test_plaintext(server):

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import Reader, get, metric_value, request, wait_until
+from rawhttp import Reader, get, metric_value, request, wait_until
 
 
 def test_slowloris_header_timeout(make_server):
@@ -154,7 +154,7 @@ def test_idle_server_does_not_spin(make_server):
 def test_out_of_descriptors_does_not_spin(aurora_bin):
     import resource
     import subprocess
-    from conftest import Server
+    from rawhttp import Server
 
     def low_fd_limit():
         resource.setrlimit(resource.RLIMIT_NOFILE, (32, 32))

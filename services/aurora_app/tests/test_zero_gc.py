@@ -4,7 +4,7 @@ The worker's GC allocated-bytes counter (GC.allocatedInCurrentThread, exposed in
 /metrics) must not move across 20,000 requests after warm-up, whatever the
 endpoint, body framing, pipelining or errors.
 """
-from conftest import Reader, get, metric_value
+from rawhttp import Reader, get, metric_value
 
 MIX = [
     get("/plaintext"),
