@@ -2,6 +2,7 @@
 """Throughput of aurora_app vs nginx (one worker each, answering from memory).
 
     python3 bench/bench.py --aurora path/to/aurora_app [--duration 10] [--connections 50]
+                           [--perfkit-load path/to/perfkit-load]
 
 Each server runs with one worker pinned to --server-cpu; wrk (one thread) is
 pinned to --load-cpu. nginx answers /plaintext and /json with `return 200 "..."`
@@ -9,6 +10,10 @@ from its config (its faster setup) with access logging off. Runs alternate
 between servers (--rounds) and the best round of each is reported, as
 req/s and as a ratio to nginx in the same run. Benchmarks are not tests: the
 absolute figures depend on the machine and whatever else is running on it.
+
+With --perfkit-load (the project's constant-rate load engine), both servers are
+then driven at a constant 75% of nginx's best /plaintext rate and the corrected
+latency percentiles (measured from each request's intended send time) are compared.
 """
 import argparse
 import json
@@ -85,6 +90,18 @@ def wrk(cpu, port, path, duration, conns):
     return {"rps": rps, "p99": p99, "errors": errors.group(0) if errors else ""}
 
 
+def constant_rate(load_bin, cpu, port, rate, duration, conns, out):
+    subprocess.run(["taskset", "-c", str(cpu), load_bin, "-t1", f"-c{conns}", f"-d{duration}s",
+                    "--warmup", "2s", "-R", str(int(rate)), "--json", out,
+                    f"http://127.0.0.1:{port}/plaintext"],
+                   capture_output=True, text=True, check=True)
+    with open(out) as f:
+        r = json.load(f)
+    c = r["latency"]["corrected"]["percentiles_us"]
+    return {"achieved": r["achieved_rate"], "errors": r["errors"], "p50_us": c["p50"],
+            "p99_us": c["p99"], "p99_9_us": c["p99_9"]}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--aurora", required=True, help="aurora_app binary")
@@ -95,6 +112,7 @@ def main():
     ap.add_argument("--server-cpu", type=int, default=0)
     ap.add_argument("--load-cpu", type=int, default=1)
     ap.add_argument("--json", help="write results here")
+    ap.add_argument("--perfkit-load", help="perfkit-load binary: adds the constant-rate comparison")
     args = ap.parse_args()
 
     results = {}
@@ -117,6 +135,26 @@ def main():
                 finally:
                     proc.send_signal(signal.SIGTERM if name == "aurora" else signal.SIGQUIT)
                     proc.wait(20)
+        if args.perfkit_load:
+            rate = 0.75 * results["nginx /plaintext"]["rps"]
+            for rnd in range(args.rounds):
+                for name in ("nginx", "aurora"):
+                    if name == "nginx":
+                        proc, port = start_nginx(args.nginx, args.server_cpu, tmp)
+                    else:
+                        proc, port = start_aurora(args.aurora, args.server_cpu)
+                    try:
+                        r = constant_rate(args.perfkit_load, args.load_cpu, port, rate, args.duration,
+                                          args.connections, os.path.join(tmp, "load.json"))
+                    finally:
+                        proc.send_signal(signal.SIGTERM if name == "aurora" else signal.SIGQUIT)
+                        proc.wait(20)
+                    key = f"{name} @75%"
+                    print(f"round {rnd + 1}: {key:18s} {r['achieved']:>10.0f} req/s  corrected p50 "
+                          f"{r['p50_us']} us  p99 {r['p99_us']} us  p99.9 {r['p99_9_us']} us  "
+                          f"errors {r['errors']}", flush=True)
+                    if key not in results or r["p99_us"] < results[key]["p99_us"]:
+                        results[key] = r
     print()
     print(f"best of {args.rounds} rounds, wrk -t1 -c{args.connections} -d{args.duration}s, "
           f"server on CPU {args.server_cpu}, wrk on CPU {args.load_cpu}")
@@ -127,6 +165,14 @@ def main():
         print(f"| {path} | {n:.0f} | {a:.0f} | {a / n:.2f} |")
     a_json, a_plain = results["aurora /json"]["rps"], results["aurora /plaintext"]["rps"]
     print(f"aurora /json vs /plaintext: {a_json / a_plain:.3f}")
+    if args.perfkit_load:
+        n, a = results["nginx @75%"], results["aurora @75%"]
+        print(f"constant rate {0.75 * results['nginx /plaintext']['rps']:.0f} req/s (75% of nginx max), "
+              f"/plaintext, corrected latency (best round):")
+        print("| server | achieved req/s | p50 µs | p99 µs | p99.9 µs |")
+        print("|---|---:|---:|---:|---:|")
+        for name, r in (("nginx", n), ("aurora", a)):
+            print(f"| {name} | {r['achieved']:.0f} | {r['p50_us']} | {r['p99_us']} | {r['p99_9_us']} |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)
