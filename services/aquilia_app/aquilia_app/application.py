@@ -31,11 +31,12 @@ UNMATCHED = "<unmatched>"
 
 
 class _Endpoint:
-    __slots__ = ("call", "status", "is_async")
+    __slots__ = ("call", "status", "needs_request")
 
-    def __init__(self, call, status):
+    def __init__(self, call, status, needs_request=True):
         self.call = call
         self.status = status
+        self.needs_request = needs_request
 
 
 class _Pending:
@@ -47,6 +48,9 @@ class _Pending:
 
 def to_response(result: Any, status: int = 200) -> Response:
     """Turn a handler's return value into a response (the ``serialize`` hot path)."""
+    cls = result.__class__
+    if cls is dict or cls is list:
+        return Response(json_bytes(result), status, None, CT_JSON)
     if isinstance(result, (Response, StreamingResponse)):
         return result
     if result is None:
@@ -150,7 +154,8 @@ class App:
                 deps = dependencies_of(p.cls)
                 c.check(deps, p.cls.__qualname__)
                 ctl_deps[p.cls] = deps
-            p.route.endpoint = _Endpoint(self._make_call(p, plan, ctl_deps.get(p.cls)), p.status)
+            call = self._make_call(p, plan, ctl_deps.get(p.cls))
+            p.route.endpoint = _Endpoint(call, p.status, needs_request=getattr(call, "__name__", "") != "call0")
         self.router.compile()
         self._static = self.router._static
         self._chain = self.middleware.build(self._core)
@@ -329,9 +334,10 @@ class App:
             label = route.pattern
             ep = route.endpoint
             scope["app"] = self
-            req = Request(scope, receive, params, self.max_body)
+            if ep.needs_request:
+                req = Request(scope, receive, params, self.max_body)
             try:
-                result = await ep.call(req, hot)
+                result = await ep.call(req, hot)  # req is None for handlers that take nothing
                 if hot is not None:
                     t2 = perf_counter()
                     hot.observe_hot("handler", t2 - t1)

@@ -143,7 +143,56 @@ async def naive_match(table, method, path, pool, loop):
     return None
 
 
+_TYPED_RX = {"int": r"-?[0-9]+", "str": r"[^/]+", "uuid": r"[0-9a-fA-F-]{36}", "slug": r"[A-Za-z0-9_-]+"}
+
+
+def make_regex_per_method():
+    """The alternative design: one compiled alternation regex per method, castors inline."""
+    from aquilia_app.patterns import NO, Param, parse
+
+    by_method = {}
+    for i, (p, m) in enumerate(ROUTES):
+        (variant,) = parse(p).variants
+        parts, casts = [], []
+        for seg in variant:
+            if isinstance(seg, Param):
+                parts.append("(?P<g%d_%s>%s)" % (i, seg.name, _TYPED_RX[seg.type]))
+                casts.append((f"g{i}_{seg.name}", seg.name, seg.cast))
+            else:
+                parts.append(re.escape(seg))
+        by_method.setdefault(m, []).append((i, "/" + "/".join(parts), tuple(casts)))
+    compiled = {}
+    for m, entries in by_method.items():
+        rx = re.compile("(?:" + "|".join("(?P<r%d>%s)" % (i, body) for i, body, _ in entries) + r")\Z")
+        compiled[m] = (rx.match, {f"r{i}": (i, casts) for i, _, casts in entries})
+
+    static = {(p, m): i for i, (p, m) in enumerate(ROUTES) if "{" not in p}
+
+    def match(method, path):
+        hit = static.get((path, method))
+        if hit is not None:
+            return hit, {}
+        ent = compiled.get(method)
+        if ent is None:
+            return None
+        mt = ent[0](path)
+        if mt is None:
+            return None
+        i, casts = ent[1][mt.lastgroup]
+        params = {}
+        for g, name, cast in casts:
+            v = cast(mt.group(g))
+            if v is NO:
+                return None
+            params[name] = v
+        return i, params
+    return match
+
+
 def bench_routing(n, repeat):
+    rx_match = make_regex_per_method()
+    assert rx_match("GET", HIT_DYNAMIC)[1] == {"id": 123, "name": "abc"}, rx_match("GET", HIT_DYNAMIC)
+
     ours, st, naive = make_ours(), make_starlette(), make_naive()
     assert ours.match("GET", HIT_DYNAMIC).params == {"id": 123, "name": "abc"}
     assert starlette_match(st, "GET", HIT_DYNAMIC)[1]["path_params"] == {"id": 123, "name": "abc"}
@@ -157,6 +206,8 @@ def bench_routing(n, repeat):
             return await naive_match(naive, "GET", path, pool, asyncio.get_running_loop())
         c = timeit_async(naive_once, max(n // 20, 200), repeat)
         rows.append((f"route match: {label} ({len(ROUTES)} routes)", a, "starlette Router", b, "linear regex + thread-pool castors", c))
+        d = timeit_sync(lambda: rx_match("GET", path), n, repeat)
+        rows.append((f"  design alternative: {label}", a, "one regex per method", d, "-", None))
     pool.shutdown()
     return rows
 
@@ -450,8 +501,9 @@ def main(argv=None):
     print(f"{'hot path':52} {'aquilia_app':>12} {'peer':>12} {'x':>6} {'naive':>12} {'x':>6}  peer / naive")
     out = []
     for name, ours, peer, pt, naive, nt in rows:
-        pf = f"{pt / ours:6.1f}" if pt else "     -"
-        print(f"{name:52} {ours:10.0f}ns {(f'{pt:10.0f}ns' if pt else '           -')} {pf} {nt:10.0f}ns {nt / ours:6.1f}  {peer} / {naive}")
+        pf = f"{pt / ours:6.2f}" if pt else "     -"
+        nf = f"{nt:10.0f}ns {nt / ours:6.1f}" if nt else "           -      -"
+        print(f"{name:52} {ours:10.0f}ns {(f'{pt:10.0f}ns' if pt else '           -')} {pf} {nf}  {peer} / {naive}")
         out.append({"hotpath": name, "ours_ns": ours, "peer": peer, "peer_ns": pt, "naive": naive, "naive_ns": nt})
     if a.json:
         with open(a.json, "w") as f:
