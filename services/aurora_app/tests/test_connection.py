@@ -108,3 +108,29 @@ def test_many_workers_serve(make_server):
         with srv.connect() as s:
             s.sendall(get("/plaintext"))
             assert Reader(s).read_response().status == 200
+
+
+def test_interleaved_partial_requests_on_many_connections(server):
+    # partial requests are kept per connection while other connections are served
+    conns = [server.connect() for _ in range(5)]
+    try:
+        reqs = [b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 8\r\n\r\nconn-%d-x" % i
+                + get(f"/hello/c{i}") for i in range(5)]
+        cut = [len(r) // 3 for r in reqs]
+        for s, r, c in zip(conns, reqs, cut):
+            s.sendall(r[:c])
+        other = server.connect()  # a whole request on another connection in between
+        other.sendall(get("/plaintext"))
+        assert Reader(other).read_response().body == b"Hello, World!"
+        other.close()
+        for s, r, c in reversed(list(zip(conns, reqs, cut))):
+            s.sendall(r[c:2 * c])
+            time.sleep(0.01)
+        for i, (s, r, c) in enumerate(zip(conns, reqs, cut)):
+            s.sendall(r[2 * c:])
+            rd = Reader(s)
+            assert rd.read_response().body == b"conn-%d-x" % i
+            assert rd.read_response().body == f"Hello, c{i}!".encode()
+    finally:
+        for s in conns:
+            s.close()

@@ -48,7 +48,8 @@ struct ServerConfig
     int backlog = 4096;
 }
 
-private enum size_t readChunk = 4096;       // initial read buffer, growth step
+private enum size_t readChunk = 4096;       // a connection's own read buffer: initial size, growth step
+private enum size_t scratchSize = 64 * 1024; // the worker's shared input buffer
 private enum size_t highWater = 256 * 1024; // stop parsing while this much output waits
 private enum size_t keepBuffer = 64 * 1024; // idle connections give back bigger buffers
 private enum ulong idListener = 1, idWake = 2;
@@ -121,6 +122,8 @@ struct Worker
 
     Request req;
     Params params;
+    Buffer scratchIn;   // shared input buffer: requests that arrive whole never touch the connection's
+    Buffer scratchOut;  // shared output buffer: written out before the worker moves on
     long nowMs;
     bool shuttingDown;
     bool listenerPaused;
@@ -199,6 +202,8 @@ struct Worker
             free(c);
         }
         free(conns);
+        scratchIn.release();
+        scratchOut.release();
         if (listenFd >= 0)
             close(listenFd);
         close(wakeFd);
@@ -336,6 +341,15 @@ private:
             onReadable(c);
     }
 
+    /// Where the next bytes from `c` are read to: its own buffer while it
+    /// holds part of a request, else the worker's shared input buffer.
+    Buffer* inputOf(Connection* c) return { return c.rbuf.len ? &c.rbuf : &scratchIn; }
+
+    /// Where responses for `c` are written: its own buffer while earlier
+    /// output is still waiting for the socket (keeps the order), else the
+    /// worker's shared output buffer.
+    Buffer* outputOf(Connection* c) return { return c.wbuf.len ? &c.wbuf : &scratchOut; }
+
     /// Read, parse and answer; one write per batch of responses.
     void onReadable(Connection* c)
     {
@@ -347,29 +361,31 @@ private:
         const hardCap = cfg.limits.maxHeaderBytes + cfg.limits.maxBody + 2 * readChunk;
         for (;;)
         {
-            process(c); // requests left over from a batch paused by backpressure
+            if (c.rbuf.len)
+                process(c, &c.rbuf); // requests left over from a batch paused by backpressure
             while (!c.readPaused && !c.closeAfterWrite && !c.peerClosed)
             {
-                if (c.rbuf.cap - c.rbuf.len < readChunk / 4)
+                auto inb = inputOf(c);
+                if (inb.cap - inb.len < readChunk / 4)
                 {
-                    if (c.rbuf.len >= hardCap || !c.rbuf.reserve(readChunk))
+                    if (inb.len >= hardCap || !inb.reserve(inb is &scratchIn ? scratchSize : readChunk))
                     {
                         sendError(c, 431, "request too large");
                         break;
                     }
                 }
-                const space = c.rbuf.cap - c.rbuf.len;
-                const n = read(c.fd, c.rbuf.ptr + c.rbuf.len, space);
+                const space = inb.cap - inb.len;
+                const n = read(c.fd, inb.ptr + inb.len, space);
                 if (n > 0)
                 {
-                    c.rbuf.len += n;
+                    inb.len += n;
                     c.lastActivityMs = nowMs;
                     if (!c.inRequest)
                     {
                         c.inRequest = true;
                         c.requestStartMs = nowMs;
                     }
-                    process(c);
+                    process(c, inb);
                     if (cast(size_t) n < space)
                         break; // drained: edge-triggered epoll reports new data
                 }
@@ -381,6 +397,7 @@ private:
                     break;
                 else
                 {
+                    scratchOut.len = 0;
                     closeConn(c);
                     return;
                 }
@@ -398,63 +415,88 @@ private:
             closeConn(c);
     }
 
-    /// Parse and answer every complete request in the read buffer.
-    void process(Connection* c)
+    /// Parse and answer every complete request in `inb` (the connection's
+    /// buffer or the shared one); what is left of a partial request ends up
+    /// at the start of the connection's own buffer.
+    void process(Connection* c, Buffer* inb)
     {
+        size_t done = inb is &c.rbuf ? c.rconsumed : 0;
         while (!c.closeAfterWrite)
         {
-            if (c.wbuf.len - c.wsent >= highWater)
+            auto outb = outputOf(c);
+            if (outb.len >= highWater)
             {
                 c.readPaused = true;
                 break;
             }
-            const start = c.rconsumed;
-            if (start == c.rbuf.len)
+            const start = done;
+            if (start == inb.len)
                 break;
-            size_t len = c.rbuf.len - start;
-            const st = c.parser.parse(c.rbuf.ptr + start, len, req);
-            c.rbuf.len = start + len; // chunked decoding may have squeezed the tail
+            size_t len = inb.len - start;
+            const st = c.parser.parse(inb.ptr + start, len, req);
+            inb.len = start + len; // chunked decoding may have squeezed the tail
             if (st == ParseStatus.needMore)
             {
                 if (c.parser.expectContinue && !c.sentContinue)
                 {
                     c.sentContinue = true;
-                    c.wbuf.put(continueResponse);
+                    outb.put(continueResponse);
                 }
                 break;
             }
             if (st == ParseStatus.error)
             {
                 sendError(c, c.parser.errorStatus, c.parser.errorReason);
+                done = inb.len; // the rest of the input is not looked at
                 break;
             }
-            dispatch(c);
-            c.rconsumed = start + c.parser.consumed;
+            dispatch(c, outb);
+            done = start + c.parser.consumed;
             c.parser.reset();
             c.sentContinue = false;
             c.requestStartMs = nowMs;
             if (!req.keepAlive || shuttingDown)
                 c.closeAfterWrite = true;
         }
-        // move a partial request to the front of the buffer
-        if (c.rconsumed == c.rbuf.len)
+        if (done == inb.len || c.closeAfterWrite)
         {
-            c.rbuf.len = 0;
+            // everything answered (or nothing more will be)
+            inb.len = 0;
             c.rconsumed = 0;
             c.inRequest = false;
         }
-        else if (c.rconsumed > 0 && !c.readPaused)
+        else if (inb is &scratchIn)
         {
-            memmove(c.rbuf.ptr, c.rbuf.ptr + c.rconsumed, c.rbuf.len - c.rconsumed);
-            c.rbuf.len -= c.rconsumed;
+            // keep the partial request: the shared buffer is reused right away
+            const rest = inb.len - done;
+            c.rbuf.len = 0;
+            if (c.rbuf.reserve(rest < readChunk ? readChunk : rest))
+            {
+                c.rbuf.put(inb.ptr[done .. inb.len]);
+                c.rconsumed = 0;
+            }
+            else
+            {   // out of memory: drop the connection after what was answered
+                c.rbuf.failed = false;
+                c.closeAfterWrite = true;
+                c.inRequest = false;
+            }
+            inb.len = 0;
+        }
+        else if (c.readPaused)
+            c.rconsumed = done;
+        else if (done > 0)
+        {
+            memmove(inb.ptr, inb.ptr + done, inb.len - done);
+            inb.len -= done;
             c.rconsumed = 0;
         }
     }
 
-    void dispatch(Connection* c)
+    void dispatch(Connection* c, Buffer* outb)
     {
         const t0 = monoNs();
-        auto res = Response(&c.wbuf, req.method == Method.HEAD, req.keepAlive && !shuttingDown);
+        auto res = Response(outb, req.method == Method.HEAD, req.keepAlive && !shuttingDown);
         const m = router.match(req.method, req.path, params);
         size_t label;
         if (m.route >= 0)
@@ -475,9 +517,10 @@ private:
         observe(metrics, label, req.method, res.status, monoNs() - t0);
     }
 
+    /// Answer with an error and close after the write; the input is dropped.
     void sendError(Connection* c, ushort status, const(char)[] reason)
     {
-        auto res = Response(&c.wbuf, false, false);
+        auto res = Response(outputOf(c), false, false);
         res.begin(status, "text/plain");
         res.put(reason);
         res.putChar('\n');
@@ -488,36 +531,84 @@ private:
         c.inRequest = false;
     }
 
-    /// Write out the batch; false if the connection was closed.
+    /// Write out the batch; false if the connection was closed. Output that
+    /// the socket does not take now moves to the connection's own buffer.
     bool flush(Connection* c)
     {
-        if (c.wbuf.failed)
+        if (c.wbuf.len == 0)
         {
-            closeConn(c);
-            return false;
+            // the common case: the batch is in the shared buffer
+            if (scratchOut.failed)
+            {
+                scratchOut.len = 0;
+                scratchOut.failed = false;
+                closeConn(c);
+                return false;
+            }
+            size_t sent = 0;
+            while (sent < scratchOut.len)
+            {
+                const n = write(c.fd, scratchOut.ptr + sent, scratchOut.len - sent);
+                if (n > 0)
+                {
+                    sent += n;
+                    c.lastActivityMs = nowMs;
+                }
+                else if (n < 0 && errno == EINTR)
+                    continue;
+                else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                {
+                    // keep the rest for EPOLLOUT
+                    c.wbuf.put(scratchOut.ptr[sent .. scratchOut.len]);
+                    c.wsent = 0;
+                    scratchOut.len = 0;
+                    if (c.wbuf.failed)
+                    {
+                        closeConn(c);
+                        return false;
+                    }
+                    c.writeBlocked = true;
+                    return true;
+                }
+                else
+                {
+                    scratchOut.len = 0;
+                    closeConn(c);
+                    return false;
+                }
+            }
+            scratchOut.len = 0;
         }
-        while (c.wsent < c.wbuf.len)
+        else
         {
-            const n = write(c.fd, c.wbuf.ptr + c.wsent, c.wbuf.len - c.wsent);
-            if (n > 0)
-            {
-                c.wsent += n;
-                c.lastActivityMs = nowMs;
-            }
-            else if (n < 0 && errno == EINTR)
-                continue;
-            else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            {
-                c.writeBlocked = true;
-                return true;
-            }
-            else
+            if (c.wbuf.failed)
             {
                 closeConn(c);
                 return false;
             }
+            while (c.wsent < c.wbuf.len)
+            {
+                const n = write(c.fd, c.wbuf.ptr + c.wsent, c.wbuf.len - c.wsent);
+                if (n > 0)
+                {
+                    c.wsent += n;
+                    c.lastActivityMs = nowMs;
+                }
+                else if (n < 0 && errno == EINTR)
+                    continue;
+                else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                {
+                    c.writeBlocked = true;
+                    return true;
+                }
+                else
+                {
+                    closeConn(c);
+                    return false;
+                }
+            }
+            c.wbuf.len = c.wsent = 0;
         }
-        c.wbuf.len = c.wsent = 0;
         c.writeBlocked = false;
         if (c.closeAfterWrite && !c.lingering)
         {
@@ -527,7 +618,7 @@ private:
             c.lingering = true;
             c.lingerUntilMs = nowMs + cfg.lingerMs;
             drainLinger(c);
-            return c.fd >= 0 ? true : false;
+            return c.fd >= 0;
         }
         if (!c.inRequest)
         {
