@@ -22,7 +22,17 @@ mod tls;
 // Shared runtime
 
 static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+static SYNC_RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
 
+/// Whether the blocking API drives its own I/O on the calling thread (`REQUESTX_CLIENT_SYNC_IO=caller`)
+/// or waits while the background runtime's worker does it (the default: measured faster on a loaded
+/// 2-core machine, see the README).
+fn caller_driven() -> bool {
+    static MODE: OnceLock<bool> = OnceLock::new();
+    *MODE.get_or_init(|| std::env::var("REQUESTX_CLIENT_SYNC_IO").map(|v| v == "caller").unwrap_or(false))
+}
+
+/// The runtime of `AsyncClient`: background worker thread(s) drive the connections.
 fn runtime() -> &'static tokio::runtime::Runtime {
     RUNTIME.get_or_init(|| {
         let workers = std::env::var("REQUESTX_CLIENT_WORKERS")
@@ -33,6 +43,22 @@ fn runtime() -> &'static tokio::runtime::Runtime {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(workers)
             .thread_name("requestx-io")
+            .enable_all()
+            .build()
+            .expect("tokio runtime")
+    })
+}
+
+/// The runtime of the blocking API: a current-thread runtime driven by whichever calling thread
+/// is waiting in `block_on` (with the GIL released). The thread that waits for a response does the
+/// socket I/O itself: no hand-off to another thread per request. Several threads may wait at once;
+/// tokio passes the driver between them, and the one holding it completes everybody's I/O.
+fn sync_runtime() -> &'static tokio::runtime::Runtime {
+    if !caller_driven() {
+        return runtime();
+    }
+    SYNC_RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("tokio runtime")
@@ -215,6 +241,8 @@ enum Verify {
 
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct Key {
+    /// connections of the blocking API live on the current-thread runtime, async ones elsewhere
+    blocking: bool,
     connect_ms: Option<u64>,
     read_ms: Option<u64>,
     verify: Verify,
@@ -317,6 +345,7 @@ fn bytes_from_py(b: &Bound<'_, PyBytes>) -> Bytes {
 }
 
 struct Prepared {
+    blocking: bool,
     client: reqwest::Client,
     request: reqwest::Request,
     total: Option<Duration>,
@@ -416,7 +445,7 @@ impl Done {
 }
 
 async fn execute(p: Prepared) -> Result<Done, Failure> {
-    let Prepared { client, request, total, stream, via_proxy } = p;
+    let Prepared { client, request, total, stream, via_proxy, blocking } = p;
     let work = async move {
         let mut resp = client.execute(request).await.map_err(|e| classify(e, Phase::Send, via_proxy))?;
         let status = resp.status().as_u16();
@@ -426,7 +455,12 @@ async fn execute(p: Prepared) -> Result<Done, Failure> {
         let body = if stream {
             BodyState::Streaming { resp, pending: Bytes::new() }
         } else {
-            BodyState::Full(resp.bytes().await.map_err(|e| classify(e, Phase::Body, via_proxy))?)
+            let b = resp.bytes().await.map_err(|e| classify(e, Phase::Body, via_proxy))?;
+            if blocking {
+                // let the connection task (same thread) mark the connection idle for the next request
+                tokio::task::yield_now().await;
+            }
+            BodyState::Full(b)
         };
         Ok(Done { status, url, version, headers, body, via_proxy })
     };
@@ -543,7 +577,7 @@ impl NativeResponse {
                 }
                 BodyState::Streaming { resp, pending } => {
                     if pending.is_empty() {
-                        match runtime().block_on(resp.chunk()) {
+                        match sync_runtime().block_on(resp.chunk()) {
                             Ok(Some(c)) => *pending = c,
                             Ok(None) => {
                                 *state = BodyState::Done;
@@ -591,7 +625,7 @@ impl NativeResponse {
                     "the response body was already consumed by iter_content()/close()",
                 )),
                 BodyState::Streaming { resp, pending } => {
-                    let rest = runtime().block_on(resp.bytes()).map_err(|e| classify(e, Phase::Body, via_proxy))?;
+                    let rest = sync_runtime().block_on(resp.bytes()).map_err(|e| classify(e, Phase::Body, via_proxy))?;
                     let all = if pending.is_empty() {
                         rest
                     } else {
@@ -663,7 +697,7 @@ impl Client {
         let idle = secs_to_ms(pool_idle_timeout, "pool idle")?.map(Duration::from_millis);
         // build the shared TLS configuration and runtime now, not on the first request
         tls::verifying();
-        runtime();
+        sync_runtime();
         Ok(Client {
             inner: Arc::new(Inner {
                 clients: Mutex::new(HashMap::new()),
@@ -703,9 +737,9 @@ impl Client {
         stream: bool,
     ) -> PyResult<NativeResponse> {
         let prepared = self.prepare(
-            py, method, url, headers, body, connect_timeout, read_timeout, total_timeout, verify, proxies, stream,
+            py, method, url, headers, body, connect_timeout, read_timeout, total_timeout, verify, proxies, stream, true,
         )?;
-        match py.detach(|| runtime().block_on(execute(prepared))) {
+        match py.detach(|| sync_runtime().block_on(execute(prepared))) {
             Ok(done) => Ok(done.into_response()),
             Err(f) => Err(f.into_pyerr(py)),
         }
@@ -732,7 +766,7 @@ impl Client {
         proxies: Option<Vec<(String, String)>>,
     ) -> PyResult<Pending> {
         let prepared = self.prepare(
-            py, method, url, headers, body, connect_timeout, read_timeout, total_timeout, verify, proxies, false,
+            py, method, url, headers, body, connect_timeout, read_timeout, total_timeout, verify, proxies, false, false,
         )?;
         let handle = runtime().spawn(async move {
             let result = execute(prepared).await;
@@ -767,6 +801,7 @@ impl Client {
         verify: Option<&Bound<'_, PyAny>>,
         proxies: Option<Vec<(String, String)>>,
         stream: bool,
+        blocking: bool,
     ) -> PyResult<Prepared> {
         let method = reqwest::Method::from_bytes(method.as_bytes())
             .map_err(|_| PyValueError::new_err(format!("invalid HTTP method {method:?}")))?;
@@ -790,6 +825,7 @@ impl Client {
         };
         let total = secs_to_ms(total_timeout, "total")?.map(Duration::from_millis);
         let key = Key {
+            blocking: blocking && caller_driven(),
             connect_ms: secs_to_ms(connect_timeout, "connect")?,
             read_ms: secs_to_ms(read_timeout, "read")?,
             verify,
@@ -830,7 +866,7 @@ impl Client {
                 *request.body_mut() = Some(reqwest::Body::from(bytes_from_py(bytes)));
             }
         }
-        Ok(Prepared { client, request, total, stream, via_proxy })
+        Ok(Prepared { client, request, total, stream, via_proxy, blocking })
     }
 }
 
