@@ -195,6 +195,11 @@ int main(string[] args)
         labels ~= r.pattern;
     initMetrics(labels, cfg.workers);
 
+    if (cfg.port != 0 && portTaken(cfg.host, cfg.port))
+    {
+        stderr.writefln("aurora_app: %s:%s: address already in use", cfg.host, cfg.port);
+        return 1;
+    }
     auto workers = new Worker*[cfg.workers];
     ushort port = cfg.port;
     foreach (i; 0 .. cfg.workers)

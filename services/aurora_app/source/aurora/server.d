@@ -722,6 +722,32 @@ private:
     }
 }
 
+/// Whether another socket already listens on host:port. Our listeners use
+/// SO_REUSEPORT, which would otherwise let a second server start on a busy
+/// port and silently take a share of its connections.
+bool portTaken(string host, ushort port) nothrow
+{
+    import std.string : toStringz;
+
+    const fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC_, 0);
+    if (fd < 0)
+        return false;
+    scope (exit) close(fd);
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, one.sizeof);
+    sockaddr_in sa;
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(port);
+    try
+    {
+        if (inet_pton(AF_INET, toStringz(host == "localhost" ? "127.0.0.1" : host), &sa.sin_addr) != 1)
+            return false;
+    }
+    catch (Exception)
+        return false;
+    return bind(fd, cast(sockaddr*)&sa, sa.sizeof) != 0 && errno == EADDRINUSE;
+}
+
 /// Create, bind and listen one SO_REUSEPORT socket; returns fd or -1.
 int openListener(string host, ushort port, int backlog, ref ushort boundPort,
                  out string error) nothrow

@@ -1,0 +1,49 @@
+"""Command-line errors: a message on stderr and a non-zero exit, never a hang."""
+import socket
+import subprocess
+
+import pytest
+
+from rawhttp import start_server
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--port", "abc"], "aurora_app:"),
+    (["--port", "70000"], "aurora_app:"),
+    (["--workers", "-1"], "aurora_app:"),
+    (["--bogus"], "aurora_app:"),
+    (["extra-arg"], "unexpected argument"),
+    (["--host", "not-an-ip"], "invalid IPv4 address"),
+    (["--idle-timeout-ms", "0"], "must be positive"),
+])
+def test_bad_arguments(aurora_bin, args, message):
+    r = subprocess.run([aurora_bin, "--port", "0", *args], capture_output=True, text=True, timeout=10)
+    assert r.returncode != 0
+    assert message in r.stderr
+    assert "listening" not in r.stdout
+
+
+def test_help(aurora_bin):
+    r = subprocess.run([aurora_bin, "--help"], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 0
+    for flag in ("--host", "--port", "--workers", "--header-timeout-ms", "--max-connections"):
+        assert flag in r.stdout
+
+
+def test_port_in_use_is_an_error(aurora_bin):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        r = subprocess.run([aurora_bin, "--port", str(port)], capture_output=True, text=True, timeout=10)
+        assert r.returncode == 1
+        assert "already in use" in r.stderr
+
+
+def test_second_instance_on_same_port_refused(aurora_bin):
+    first = start_server(aurora_bin, "--workers", "2")
+    try:
+        r = subprocess.run([aurora_bin, "--port", str(first.port)], capture_output=True, text=True, timeout=10)
+        assert r.returncode == 1 and "already in use" in r.stderr
+    finally:
+        assert first.stop() == 0
