@@ -1,0 +1,21 @@
+"""BlackSheep peer (run on uvicorn with uvloop + httptools)."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from blacksheep import Application, json, text  # noqa: E402
+
+from payloads import JSON_SMALL, PONG  # noqa: E402
+
+app = Application()
+
+
+@app.router.get("/ping")
+async def ping():
+    return text(PONG.decode())
+
+
+@app.router.get("/json")
+async def json_small():
+    return json(JSON_SMALL)

@@ -1,0 +1,40 @@
+"""The floor for ASGI frameworks: a raw ASGI app (a dict lookup, orjson, two sends), no framework.
+
+    uvicorn raw_asgi:app --app-dir PEERS ...     granian --interface asgi --working-dir PEERS raw_asgi:app
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import orjson  # noqa: E402
+
+from payloads import JSON_SMALL, PONG  # noqa: E402
+
+TEXT = [(b"content-type", b"text/plain; charset=utf-8")]
+JSON = [(b"content-type", b"application/json")]
+ROUTES = {
+    "/ping": (TEXT, lambda: PONG),
+    "/json": (JSON, lambda: orjson.dumps(JSON_SMALL)),
+}
+
+
+async def app(scope, receive, send):
+    if scope["type"] == "lifespan":
+        while True:
+            msg = await receive()
+            await send({"type": msg["type"] + ".complete"})
+            if msg["type"] == "lifespan.shutdown":
+                return
+    if scope["type"] != "http":
+        return
+    route = ROUTES.get(scope["path"])
+    if route is None:
+        await send({"type": "http.response.start", "status": 404, "headers": TEXT})
+        await send({"type": "http.response.body", "body": b"not found"})
+        return
+    headers, make = route
+    body = make()
+    await send({"type": "http.response.start", "status": 200,
+                "headers": headers + [(b"content-length", b"%d" % len(body))]})
+    await send({"type": "http.response.body", "body": body})

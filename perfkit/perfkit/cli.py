@@ -1,0 +1,254 @@
+"""The command line.
+
+    perfkit [--suite quick|full] [--only NAME ...] [--duration S] [--repeat N] [--out DIR] [--list] ...
+    perfkit compare A/results.json B/results.json [--min-change 0.05] [--all] [--fail-on-slower]
+    perfkit report RESULTS_DIR            # re-render report.md / report.html from a results.json
+
+Exit status: 0 done, 1 some system failed / a regression with --fail-on-slower, 2 bad input, 130 Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import signal
+import sys
+
+from . import compare as compare_mod
+from . import procs, report_html, report_md, results
+from .clients import ClientRun
+from .loadgen import engine_version
+from .progress import Progress
+from .runner import ServerRun, Settings, resolve_bins
+from .scenarios import Registry, ScenarioError
+
+SUITES = {
+    # duration = each constant-rate run, probe = each closed-loop probe
+    "quick": {"duration": 2.0, "probe": 2.0, "warmup": 1.0, "repeat": 3},
+    "full": {"duration": 10.0, "probe": 5.0, "warmup": 3.0, "repeat": 3},
+}
+
+
+def _positive(text: str) -> float:
+    try:
+        v = float(text.rstrip("s"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < v <= 3600:
+        raise argparse.ArgumentTypeError(f"{text!r} must be in (0, 3600] seconds")
+    return v
+
+
+def _repeat(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 1 <= v <= 100:
+        raise argparse.ArgumentTypeError("--repeat must be between 1 and 100")
+    return v
+
+
+def _bin(text: str) -> tuple[str, str]:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"--bin {text!r}: use NAME=PATH")
+    k, v = text.split("=", 1)
+    return k.strip(), v.strip()
+
+
+def _user_path(p: str) -> str:
+    """Relative paths are relative to where the user ran the command (also under `bazel run`)."""
+    base = os.environ.get("BUILD_WORKING_DIRECTORY") or os.getcwd()
+    return os.path.normpath(os.path.join(base, os.path.expanduser(p)))
+
+
+def bench_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="perfkit", description="Run the perfkit bench: every registered service "
+                                "against its peers and floor; writes results.json, report.md and report.html.",
+                                epilog="Other commands: 'perfkit compare A B', 'perfkit report DIR'.")
+    p.add_argument("--suite", choices=sorted(SUITES), default="quick", help="quick (default, <= 10 min) or full")
+    p.add_argument("--only", action="append", metavar="NAME",
+                   help="a scenario, SCENARIO/SYSTEM or a system name (repeatable; default: everything)")
+    p.add_argument("--duration", type=_positive, help="seconds per constant-rate run (and per client run)")
+    p.add_argument("--probe", type=_positive, help="seconds per closed-loop saturation probe")
+    p.add_argument("--warmup", type=float, help="seconds of warm-up before the first probe")
+    p.add_argument("--repeat", type=_repeat, help="repeats per figure (medians and spreads are reported)")
+    p.add_argument("--out", help="output folder (default: results/<timestamp> in the workspace)")
+    p.add_argument("--list", action="store_true", help="list the registered scenarios and exit")
+    p.add_argument("--scenarios", help="scenario folder (default: perfkit/scenarios)")
+    p.add_argument("--bin", action="append", type=_bin, default=[], metavar="NAME=PATH",
+                   help="where a binary named in the scenarios (${bin:NAME}) or perfkit-load is")
+    p.add_argument("--metrics-addr", metavar="HOST:PORT",
+                   help="serve the load engine's live Prometheus metrics there during every run")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    return p
+
+
+def list_scenarios(reg: Registry) -> str:
+    lines = []
+    for name in reg.names():
+        sc = reg.get(name)
+        lines.append(f"{name} ({sc.kind}): {sc.description}")
+        if sc.kind == "client":
+            lines.append(f"  server: {sc.server.name}")
+        for m in sc.members():
+            lines.append(f"  {m.role:<8} {m.name}")
+        for w in sc.workloads:
+            lines.append(f"  workload {w.name}: {w.method} {w.path} ({w.mode}, suites: {', '.join(w.suites)})")
+    return "\n".join(lines) + "\n"
+
+
+def _default_out() -> str:
+    base = os.environ.get("BUILD_WORKSPACE_DIRECTORY") or os.getcwd()
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return os.path.join(base, "results", stamp)
+
+
+def write_reports(doc: dict, out: str) -> list[str]:
+    paths = [results.write(doc, out)]
+    for name, render in (("report.md", report_md.render), ("report.html", report_html.render)):
+        path = os.path.join(out, name)
+        with open(path, "w") as f:
+            f.write(render(doc))
+        paths.append(path)
+    return paths
+
+
+def _on_sigterm(signum, frame):
+    raise KeyboardInterrupt
+
+
+def run_bench(argv: list[str]) -> int:
+    a = bench_parser().parse_args(argv)
+    try:
+        reg = Registry.load(_user_path(a.scenarios) if a.scenarios else None)
+        if a.list:
+            sys.stdout.write(list_scenarios(reg))
+            return 0
+        selection = reg.select(a.only)
+    except ScenarioError as e:
+        print(f"perfkit: error: {e}", file=sys.stderr)
+        return 2
+    preset = SUITES[a.suite]
+    bins = resolve_bins(dict(a.bin))
+    try:
+        load_bin = bins["perfkit-load"]
+    except KeyError:
+        print("perfkit: error: the load engine perfkit-load was not found: pass --bin perfkit-load=PATH or set "
+              "PERFKIT_BIN_PERFKIT_LOAD (build it with `tools/bazel build //perfkit/load:perfkit-load`)",
+              file=sys.stderr)
+        return 2
+    if not os.access(load_bin, os.X_OK):
+        print(f"perfkit: error: the load engine {load_bin} is not an executable file", file=sys.stderr)
+        return 2
+    sut, load = procs.cpu_sets()
+    out = _user_path(a.out) if a.out else _default_out()
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        print(f"perfkit: error: cannot create the output folder {out}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    work = os.path.join(out, "logs")
+    os.makedirs(work, exist_ok=True)
+    peers = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "peers")
+    settings = Settings(
+        suite=a.suite, duration=a.duration or preset["duration"], probe=a.probe or preset["probe"],
+        warmup=preset["warmup"] if a.warmup is None else max(0.0, a.warmup),
+        repeat=a.repeat or preset["repeat"], load_bin=load_bin, bins=bins, peers_dir=peers,
+        sut_cpus=sut, load_cpus=load, metrics_addr=a.metrics_addr, work_dir=work)
+    doc = results.new_document(
+        a.suite,
+        {"duration_s": settings.duration, "probe_s": settings.probe, "warmup_s": settings.warmup,
+         "repeat": settings.repeat, "levels": list(settings.levels), "only": a.only or []},
+        {"systems": sut, "load": load}, {"path": load_bin, "version": engine_version(load_bin)},
+        ["perfkit"] + list(argv))
+    runs = [(ServerRun if sc.kind == "server" else ClientRun)(sc, members, settings, None)
+            for sc, members in selection]
+    progress = Progress(sum(r.steps() for r in runs), quiet=a.quiet)
+    for r in runs:
+        r.progress = progress
+    progress.say(f"perfkit bench: {a.suite} suite, {len(runs)} scenario(s), systems on CPU {sut}, "
+                 f"load on CPU {load}; output in {out}")
+    old = signal.signal(signal.SIGTERM, _on_sigterm)
+    status = 0
+    try:
+        for r in runs:
+            try:
+                rec = r.run()
+            except KeyboardInterrupt:
+                r.record["status"] = "interrupted"
+                doc["scenarios"].append(r.record)
+                raise
+            doc["scenarios"].append(rec)
+            if rec["status"] != "ok":
+                status = 1
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        progress.say("perfkit: interrupted: stopping every process, writing what was measured")
+        doc["interrupted"] = True
+        status = 130
+    finally:
+        procs.stop_all()
+        signal.signal(signal.SIGTERM, old)
+    doc["finished"] = results.now_iso()
+    try:
+        results.validate(doc)
+    except results.ResultsError as e:
+        print(f"perfkit: warning: {e}", file=sys.stderr)
+    paths = write_reports(doc, out)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    if not a.quiet:
+        print(report_md.summary_table(doc))
+    print(f"\nperfkit: results in {out}")
+    for p in paths:
+        print(f"  {p}")
+    return status
+
+
+def run_compare(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="perfkit compare",
+                                description="What got faster or slower from A to B, beyond the measured spread.")
+    p.add_argument("a", help="results.json (or its folder) of the baseline")
+    p.add_argument("b", help="results.json (or its folder) to compare with it")
+    p.add_argument("--min-change", type=float, default=compare_mod.MIN_CHANGE,
+                   help="smallest relative change ever reported (default 0.05)")
+    p.add_argument("--all", action="store_true", help="also list the figures within the spread")
+    p.add_argument("--fail-on-slower", action="store_true", help="exit 1 when anything got slower")
+    a = p.parse_args(argv)
+    try:
+        da = results.load(_user_path(a.a))
+        db = results.load(_user_path(a.b))
+    except results.ResultsError as e:
+        print(f"perfkit compare: error: {e}", file=sys.stderr)
+        return 2
+    changes = compare_mod.compare(da, db, a.min_change)
+    sys.stdout.write(compare_mod.render(changes, a.a, a.b, a.all))
+    return 1 if a.fail_on_slower and any(c.verdict == "slower" for c in changes) else 0
+
+
+def run_report(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="perfkit report", description="Re-render report.md and report.html.")
+    p.add_argument("results", help="results.json or its folder")
+    a = p.parse_args(argv)
+    try:
+        doc = results.load(_user_path(a.results))
+    except results.ResultsError as e:
+        print(f"perfkit report: error: {e}", file=sys.stderr)
+        return 2
+    src = _user_path(a.results)
+    out = src if os.path.isdir(src) else os.path.dirname(src)
+    for path in write_reports(doc, out)[1:]:
+        print(path)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "compare":
+        return run_compare(argv[1:])
+    if argv and argv[0] == "report":
+        return run_report(argv[1:])
+    if argv and argv[0] == "bench":
+        argv = argv[1:]
+    return run_bench(argv)

@@ -1,0 +1,418 @@
+"""The scenario registry: one declarative TOML file per service in ``perfkit/scenarios/``.
+
+A *server* scenario names the systems compared (the service, its peers, its floor), how each starts
+(command, environment, files written to its temp dir, readiness URL, /metrics URL) and the workloads
+driven at all of them. A *client* scenario names one local server and the client libraries driven
+against it, each by a small driver process.
+
+Strings in ``command``, ``env``, ``cwd``, ``ready``, ``metrics`` and ``files`` may use placeholders:
+``${port}`` (a free port chosen by the bench), ``${host}``, ``${tmp}`` (a fresh temp dir per system),
+``${python}`` (this interpreter), ``${peers}`` (the peer apps folder), ``${bin:NAME}`` (a binary,
+resolved by the bench from ``--bin NAME=PATH``, ``PERFKIT_BIN_NAME`` or ``PATH``).
+Services added later register by adding a file; nothing else changes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+
+KINDS = ("server", "client")
+ROLES = ("service", "original", "peer", "floor")
+MODES = ("http", "ws")
+SUITES = ("quick", "full")
+PLACEHOLDERS = ("port", "host", "tmp", "python", "peers", "bin")
+CLIENTS = ("requestx_client", "requests", "httpx", "urllib3", "aiohttp", "pycurl", "pyreqwest", "niquests",
+           "requestx")
+
+_PLACEHOLDER = re.compile(r"\$\{([a-z_]+)(?::([A-Za-z0-9_.+-]+))?\}")
+_NAME = re.compile(r"^[a-z][a-z0-9_.+-]*$")
+_HTTP_METHOD = re.compile(r"^[A-Z]+$")
+
+
+class ScenarioError(ValueError):
+    """A scenario file (or a name asked for) is not valid; the message says where and why."""
+
+
+@dataclass(frozen=True)
+class Version:
+    dist: str | None = None  # a Python distribution: importlib.metadata.version(dist)
+    command: tuple[str, ...] | None = None  # a command whose first output line is the version
+    text: str | None = None  # a fixed text (e.g. "repo" for this repository's code)
+
+
+@dataclass(frozen=True)
+class System:
+    name: str
+    role: str
+    command: tuple[str, ...]
+    ready: str
+    description: str = ""
+    env: dict = field(default_factory=dict)
+    cwd: str | None = None
+    metrics: str | None = None
+    files: dict = field(default_factory=dict)
+    version: Version = Version()
+    ready_timeout_s: float = 30.0
+
+    def bins(self) -> set[str]:
+        """The ``${bin:NAME}`` binaries this system needs."""
+        texts = list(self.command) + list(self.env.values()) + list(self.files.values())
+        return {m.group(2) for t in texts for m in _PLACEHOLDER.finditer(t) if m.group(1) == "bin"}
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    mode: str = "http"
+    method: str = "GET"
+    path: str = "/"
+    body: str | None = None
+    headers: tuple[str, ...] = ()
+    connections: int = 16
+    suites: tuple[str, ...] = SUITES
+
+
+@dataclass(frozen=True)
+class Client:
+    name: str
+    role: str
+    client: str
+    description: str = ""
+    version: Version = Version()
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    kind: str
+    description: str
+    path: str
+    systems: tuple[System, ...] = ()  # server scenarios
+    workloads: tuple[Workload, ...] = ()
+    server: System | None = None  # client scenarios: the local server the clients hit
+    clients: tuple[Client, ...] = ()
+
+    def members(self) -> tuple:
+        """Systems (server scenario) or clients (client scenario)."""
+        return self.systems if self.kind == "server" else self.clients
+
+    def member_names(self) -> list[str]:
+        return [m.name for m in self.members()]
+
+    def workloads_for(self, suite: str) -> list[Workload]:
+        return [w for w in self.workloads if suite in w.suites]
+
+
+# ---------------------------------------------------------------------------------------------- parsing
+
+
+class _Ctx:
+    def __init__(self, path: str):
+        self.path = path
+
+    def fail(self, where: str, msg: str):
+        raise ScenarioError(f"{self.path}: {where}: {msg}")
+
+
+def _check_keys(ctx: _Ctx, where: str, table: dict, required: tuple, optional: tuple) -> None:
+    if not isinstance(table, dict):
+        ctx.fail(where, f"must be a table, got {type(table).__name__}")
+    for k in required:
+        if k not in table:
+            ctx.fail(where, f"missing required key {k!r}")
+    allowed = set(required) | set(optional)
+    for k in table:
+        if k not in allowed:
+            ctx.fail(where, f"unknown key {k!r} (valid keys: {', '.join(sorted(allowed))})")
+
+
+def _str(ctx, where, v, key, *, empty_ok=False) -> str:
+    if not isinstance(v, str):
+        ctx.fail(where, f"{key!r} must be a string, got {type(v).__name__}")
+    if not empty_ok and not v.strip():
+        ctx.fail(where, f"{key!r} must not be empty")
+    return v
+
+
+def _name(ctx, where, v, key="name") -> str:
+    _str(ctx, where, v, key)
+    if not _NAME.match(v):
+        ctx.fail(where, f"{key} {v!r} must be lower case letters, digits and _.+- (starting with a letter)")
+    return v
+
+
+def _enum(ctx, where, v, key, valid) -> str:
+    if v not in valid:
+        ctx.fail(where, f"{key} {v!r} is not valid (valid: {', '.join(valid)})")
+    return v
+
+
+def _placeholders(ctx, where, text: str) -> None:
+    for m in re.finditer(r"\$\{([^}]*)\}", text):
+        pm = _PLACEHOLDER.fullmatch(m.group(0))
+        if not pm or pm.group(1) not in PLACEHOLDERS or (pm.group(1) == "bin") != (pm.group(2) is not None):
+            ctx.fail(where, f"unknown placeholder {m.group(0)!r} "
+                            f"(valid: ${{port}}, ${{host}}, ${{tmp}}, ${{python}}, ${{peers}}, ${{bin:NAME}})")
+
+
+def _str_list(ctx, where, v, key) -> tuple[str, ...]:
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        ctx.fail(where, f"{key!r} must be a list of strings")
+    return tuple(v)
+
+
+def _str_table(ctx, where, v, key) -> dict:
+    if not isinstance(v, dict) or not all(isinstance(k, str) and isinstance(x, str) for k, x in v.items()):
+        ctx.fail(where, f"{key!r} must be a table of strings")
+    return dict(v)
+
+
+def _version(ctx, where, v) -> Version:
+    _check_keys(ctx, where + ".version", v, (), ("dist", "command", "text"))
+    if len(v) != 1:
+        ctx.fail(where + ".version", "give exactly one of 'dist', 'command' or 'text'")
+    if "command" in v:
+        cmd = _str_list(ctx, where + ".version", v["command"], "command")
+        for t in cmd:
+            _placeholders(ctx, where + ".version", t)
+        return Version(command=cmd)
+    if "dist" in v:
+        return Version(dist=_str(ctx, where + ".version", v["dist"], "dist"))
+    return Version(text=_str(ctx, where + ".version", v["text"], "text"))
+
+
+def _url(ctx, where, v, key, schemes) -> str:
+    _str(ctx, where, v, key)
+    _placeholders(ctx, where, v)
+    if not any(v.startswith(s + "://") for s in schemes):
+        ctx.fail(where, f"{key} {v!r} must start with {' or '.join(s + '://' for s in schemes)}")
+    return v
+
+
+def _system(ctx, where, t, *, roles=ROLES) -> System:
+    _check_keys(ctx, where, t, ("name", "command", "ready"),
+                ("role", "description", "env", "cwd", "metrics", "files", "version", "ready_timeout_s"))
+    name = _name(ctx, where, t["name"])
+    where = f"{where} {name!r}"
+    role = _enum(ctx, where, t.get("role", "peer"), "role", roles)
+    command = _str_list(ctx, where, t["command"], "command")
+    if not command:
+        ctx.fail(where, "'command' must not be empty")
+    for c in command:
+        _placeholders(ctx, where, c)
+    env = _str_table(ctx, where, t.get("env", {}), "env")
+    files = _str_table(ctx, where, t.get("files", {}), "files")
+    for k, v in list(env.items()) + list(files.items()):
+        _placeholders(ctx, where, v)
+    for fname in files:
+        if "/" in fname or fname in ("", ".", ".."):
+            ctx.fail(where, f"file name {fname!r} must be a plain name (it is written into ${{tmp}})")
+    cwd = t.get("cwd")
+    if cwd is not None:
+        _placeholders(ctx, where, _str(ctx, where, cwd, "cwd"))
+    timeout = t.get("ready_timeout_s", 30.0)
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 < timeout <= 600:
+        ctx.fail(where, "'ready_timeout_s' must be a number in (0, 600]")
+    return System(
+        name=name, role=role, command=command,
+        ready=_url(ctx, where, t["ready"], "ready", ("http", "tcp")),
+        description=_str(ctx, where, t.get("description", ""), "description", empty_ok=True),
+        env=env, cwd=cwd,
+        metrics=_url(ctx, where, t["metrics"], "metrics", ("http",)) if "metrics" in t else None,
+        files=files,
+        version=_version(ctx, where, t["version"]) if "version" in t else Version(),
+        ready_timeout_s=float(timeout),
+    )
+
+
+def _workload(ctx, where, t, kind) -> Workload:
+    opt = ("mode", "method", "path", "body", "headers", "connections", "suites")
+    _check_keys(ctx, where, t, ("name",), opt)
+    name = _name(ctx, where, t["name"])
+    where = f"{where} {name!r}"
+    mode = _enum(ctx, where, t.get("mode", "http"), "mode", MODES)
+    if kind == "client" and mode != "http":
+        ctx.fail(where, "client scenarios support mode 'http' only")
+    method = _str(ctx, where, t.get("method", "GET" if mode == "http" else "JSON-RPC"), "method")
+    if mode == "http" and not _HTTP_METHOD.match(method):
+        ctx.fail(where, f"method {method!r} must be an upper-case HTTP method such as GET or POST")
+    path = _str(ctx, where, t.get("path", "/"), "path")
+    if not path.startswith("/"):
+        ctx.fail(where, f"path {path!r} must start with '/'")
+    body = t.get("body")
+    if body is not None:
+        _str(ctx, where, body, "body", empty_ok=True)
+    if mode == "ws":
+        import json
+        try:
+            call = json.loads(body or "")
+        except ValueError:
+            ctx.fail(where, "a ws workload needs 'body': the JSON-RPC call as a JSON object")
+        if not isinstance(call, dict) or not isinstance(call.get("method"), str):
+            ctx.fail(where, "the ws 'body' must be a JSON object with a string \"method\"")
+    conns = t.get("connections", 16)
+    if not isinstance(conns, int) or isinstance(conns, bool) or not 1 <= conns <= 10000:
+        ctx.fail(where, "'connections' must be an integer in [1, 10000]")
+    suites = _str_list(ctx, where, t.get("suites", list(SUITES)), "suites")
+    for s in suites:
+        _enum(ctx, where, s, "suite", SUITES)
+    headers = _str_list(ctx, where, t.get("headers", []), "headers")
+    for h in headers:
+        if ":" not in h:
+            ctx.fail(where, f"header {h!r} must look like 'Name: value'")
+    return Workload(name=name, mode=mode, method=method, path=path, body=body, headers=headers,
+                    connections=conns, suites=suites)
+
+
+def _client(ctx, where, t) -> Client:
+    _check_keys(ctx, where, t, ("name", "client"), ("role", "description", "version"))
+    name = _name(ctx, where, t["name"])
+    where = f"{where} {name!r}"
+    return Client(
+        name=name,
+        role=_enum(ctx, where, t.get("role", "peer"), "role", ROLES),
+        client=_enum(ctx, where, t["client"], "client", CLIENTS),
+        description=_str(ctx, where, t.get("description", ""), "description", empty_ok=True),
+        version=_version(ctx, where, t["version"]) if "version" in t else Version(),
+    )
+
+
+def _unique(ctx, where, names: list[str], what: str) -> None:
+    seen = set()
+    for n in names:
+        if n in seen:
+            ctx.fail(where, f"duplicate {what} name {n!r}")
+        seen.add(n)
+
+
+def load_file(path: str) -> Scenario:
+    """Parse and validate one scenario file; raise ScenarioError with the file and the reason."""
+    ctx = _Ctx(path)
+    try:
+        with open(path, "rb") as f:
+            doc = tomllib.load(f)
+    except OSError as e:
+        raise ScenarioError(f"{path}: cannot read: {e.strerror or e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"{path}: not valid TOML: {e}") from None
+    stem = os.path.splitext(os.path.basename(path))[0]
+    _check_keys(ctx, "top level", doc, ("name", "kind", "workloads"),
+                ("description", "systems", "server", "clients"))
+    name = _name(ctx, "top level", doc["name"])
+    if name != stem:
+        ctx.fail("top level", f"name {name!r} must match the file name {stem!r}")
+    kind = _enum(ctx, "top level", doc["kind"], "kind", KINDS)
+    wl = doc["workloads"]
+    if not isinstance(wl, list) or not wl:
+        ctx.fail("workloads", "give at least one [[workloads]] table")
+    workloads = tuple(_workload(ctx, f"workloads[{i}]", t, kind) for i, t in enumerate(wl))
+    _unique(ctx, "workloads", [w.name for w in workloads], "workload")
+    desc = _str(ctx, "top level", doc.get("description", ""), "description", empty_ok=True)
+    if kind == "server":
+        for k in ("server", "clients"):
+            if k in doc:
+                ctx.fail("top level", f"{k!r} belongs to client scenarios (this one has kind = 'server')")
+        sl = doc.get("systems")
+        if not isinstance(sl, list) or not sl:
+            ctx.fail("systems", "a server scenario needs at least one [[systems]] table")
+        systems = tuple(_system(ctx, f"systems[{i}]", t) for i, t in enumerate(sl))
+        _unique(ctx, "systems", [s.name for s in systems], "system")
+        if sum(s.role == "service" for s in systems) != 1:
+            ctx.fail("systems", "exactly one system must have role = 'service'")
+        if sum(s.role == "floor" for s in systems) > 1:
+            ctx.fail("systems", "at most one system may have role = 'floor'")
+        return Scenario(name=name, kind=kind, description=desc, path=path, systems=systems, workloads=workloads)
+    if "systems" in doc:
+        ctx.fail("top level", "'systems' belongs to server scenarios (this one has kind = 'client')")
+    if "server" not in doc:
+        ctx.fail("top level", "a client scenario needs a [server] table (the local server the clients hit)")
+    server = _system(ctx, "server", doc["server"], roles=("peer",))
+    cl = doc.get("clients")
+    if not isinstance(cl, list) or not cl:
+        ctx.fail("clients", "a client scenario needs at least one [[clients]] table")
+    clients = tuple(_client(ctx, f"clients[{i}]", t) for i, t in enumerate(cl))
+    _unique(ctx, "clients", [c.name for c in clients], "client")
+    if sum(c.role == "service" for c in clients) != 1:
+        ctx.fail("clients", "exactly one client must have role = 'service'")
+    return Scenario(name=name, kind=kind, description=desc, path=path, server=server, clients=clients,
+                    workloads=workloads)
+
+
+def default_dir() -> str:
+    """perfkit/scenarios next to this package."""
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scenarios")
+
+
+class Registry:
+    """All scenarios of a folder, by name."""
+
+    def __init__(self, scenarios: list[Scenario]):
+        self.scenarios = {s.name: s for s in scenarios}
+
+    @classmethod
+    def load(cls, directory: str | None = None) -> "Registry":
+        directory = directory or default_dir()
+        if not os.path.isdir(directory):
+            raise ScenarioError(f"scenario folder {directory} does not exist")
+        files = sorted(f for f in os.listdir(directory) if f.endswith(".toml"))
+        return cls([load_file(os.path.join(directory, f)) for f in files])
+
+    def names(self) -> list[str]:
+        return sorted(self.scenarios)
+
+    def get(self, name: str) -> Scenario:
+        if name not in self.scenarios:
+            raise ScenarioError(f"unknown scenario {name!r} (valid: {', '.join(self.names()) or 'none registered'})")
+        return self.scenarios[name]
+
+    def select(self, only: list[str] | None) -> list[tuple[Scenario, list[str] | None]]:
+        """Resolve ``--only`` names: ``SCENARIO`` or ``SCENARIO/SYSTEM`` (or a bare system name).
+
+        Returns (scenario, systems to run or None for all). Unknown names raise ScenarioError listing
+        the valid ones."""
+        if not only:
+            return [(self.scenarios[n], None) for n in self.names()]
+        picked: dict[str, set[str] | None] = {}
+        for item in only:
+            if "/" in item:
+                sname, member = item.split("/", 1)
+                sc = self.get(sname)
+                if member not in sc.member_names():
+                    raise ScenarioError(f"unknown system {member!r} in scenario {sname!r} "
+                                        f"(valid: {', '.join(sc.member_names())})")
+                if picked.get(sname, set()) is not None:
+                    picked.setdefault(sname, set()).add(member)
+                continue
+            if item in self.scenarios:
+                picked[item] = None
+                continue
+            owners = [s for s in self.scenarios.values() if item in s.member_names()]
+            if not owners:
+                valid = self.names() + sorted({f"{s.name}/{m}" for s in self.scenarios.values()
+                                               for m in s.member_names()})
+                raise ScenarioError(f"unknown scenario or system {item!r} (valid: {', '.join(valid)})")
+            for sc in owners:
+                if picked.get(sc.name, set()) is not None:
+                    picked.setdefault(sc.name, set()).add(item)
+        out = []
+        for n in self.names():
+            if n in picked:
+                members = picked[n]
+                out.append((self.scenarios[n], None if members is None else
+                            [m for m in self.scenarios[n].member_names() if m in members]))
+        return out
+
+
+def substitute(text: str, values: dict, bins: dict) -> str:
+    """Fill the ``${...}`` placeholders of ``text``; a missing binary raises KeyError(name)."""
+
+    def repl(m):
+        key, arg = m.group(1), m.group(2)
+        if key == "bin":
+            return bins[arg]
+        return str(values[key])
+
+    return _PLACEHOLDER.sub(repl, text)
