@@ -251,3 +251,21 @@ def test_json_of_large_body(server):
     data = r.json()
     assert len(data) == 20000 and data[123] == {"id": 123, "name": "item123", "ok": True}
     assert list(data[0].keys()) == ["id", "name", "ok"]  # key order kept
+
+
+def test_proxy_from_arguments(server):
+    # the test server answers absolute-form requests, i.e. acts as the forward proxy
+    r = requests.get("http://proxied.invalid/echo?x=1", proxies={"http": server.url})
+    j = r.json()
+    assert j["path"] == "/echo" and j["args"] == [["x", "1"]] and j["headers"]["Host"] == "proxied.invalid"
+
+
+def test_proxy_from_environment(server, monkeypatch):
+    monkeypatch.setenv("HTTP_PROXY", server.url)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    with requests.Session() as s:
+        assert s.get("http://env-proxied.invalid/echo").json()["headers"]["Host"] == "env-proxied.invalid"
+    with requests.Session(trust_env=False) as s:
+        with pytest.raises(exc.ConnectionError):
+            s.get("http://env-proxied.invalid/echo", timeout=5)
