@@ -1,6 +1,6 @@
 """Type stubs of the Rust extension module (PyO3)."""
 
-from typing import Any, Callable
+from typing import Any
 
 __version__: str
 
@@ -21,6 +21,11 @@ class NativeResponse:
 class Pending:
     def cancel(self) -> None: ...
 
+class Completions:
+    def __init__(self) -> None: ...
+    def fileno(self) -> int: ...
+    def drain(self) -> list[tuple[int, NativeResponse | None, BaseException | None]]: ...
+
 class Client:
     def __init__(self, trust_env: bool = True, pool_maxsize: int = 32,
                  pool_idle_timeout: float | None = 90.0) -> None: ...
@@ -31,8 +36,7 @@ class Client:
                 read_timeout: float | None = None, total_timeout: float | None = None,
                 verify: bool | str | None = None, proxies: list[tuple[str, str]] | None = None,
                 stream: bool = False) -> NativeResponse: ...
-    def start(self, loop: Any, callback: Callable[[NativeResponse | None, BaseException | None], None],
-              method: str, url: str, headers: list[tuple[str, str | bytes]] | None = None,
+    def start(self, completions: Completions, id: int, method: str, url: str, headers: list[tuple[str, str | bytes]] | None = None,
               body: bytes | None = None, connect_timeout: float | None = None,
               read_timeout: float | None = None, total_timeout: float | None = None,
               verify: bool | str | None = None, proxies: list[tuple[str, str]] | None = None) -> Pending: ...

@@ -10,18 +10,41 @@ import datetime
 from time import perf_counter
 from typing import Any
 
+from . import _native
 from . import exceptions as exc
 from ._prepare import DEFAULT_REDIRECT_LIMIT, ClientBase
 from .models import PreparedRequest, Response
 
 
-def _deliver(fut: asyncio.Future, resp: Any, error: BaseException | None) -> None:
-    if fut.done():  # cancelled meanwhile
-        return
-    if error is not None:
-        fut.set_exception(error)
-    else:
-        fut.set_result(resp)
+class _LoopBridge:
+    """Completion channel between the native runtime and one event loop: finished requests are
+    queued natively and the loop is woken through a socket it watches (``add_reader``), so the I/O
+    thread never needs the interpreter lock."""
+
+    __slots__ = ("loop", "completions", "futures", "next_id", "fd")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.completions = _native.Completions()
+        self.futures: dict[int, asyncio.Future] = {}
+        self.next_id = 0
+        self.fd = self.completions.fileno()
+        loop.add_reader(self.fd, self._drain)
+
+    def _drain(self) -> None:
+        futures = self.futures
+        for rid, resp, error in self.completions.drain():
+            fut = futures.pop(rid, None)
+            if fut is None or fut.done():  # cancelled meanwhile
+                continue
+            if error is not None:
+                fut.set_exception(error)
+            else:
+                fut.set_result(resp)
+
+    def close(self) -> None:
+        if not self.loop.is_closed():
+            self.loop.remove_reader(self.fd)
 
 
 class AsyncClient(ClientBase):
@@ -39,6 +62,7 @@ class AsyncClient(ClientBase):
                          pool_idle_timeout=pool_idle_timeout)
         self.follow_redirects = follow_redirects
         self._closed = False
+        self._bridge: _LoopBridge | None = None
 
     async def __aenter__(self) -> "AsyncClient":
         return self
@@ -48,6 +72,9 @@ class AsyncClient(ClientBase):
 
     async def aclose(self) -> None:
         self._closed = True
+        if self._bridge is not None:
+            self._bridge.close()
+            self._bridge = None
 
     async def request(self, method: str, url: Any, *, params: Any = None, data: Any = None, headers: Any = None,
                       cookies: Any = None, files: Any = None, auth: Any = None, timeout: Any = None,
@@ -77,15 +104,23 @@ class AsyncClient(ClientBase):
     async def _send(self, prep: PreparedRequest, opts: tuple[Any, ...]) -> Response:
         connect, read, total, verify, plist = opts
         loop = asyncio.get_running_loop()
+        bridge = self._bridge
+        if bridge is None or bridge.loop is not loop:
+            if bridge is not None:
+                bridge.close()
+            bridge = self._bridge = _LoopBridge(loop)
+        rid = bridge.next_id = bridge.next_id + 1
         fut = loop.create_future()
         t0 = perf_counter()
-        pending = self._native.start(loop, _Deliver(fut), prep.method, prep.url,
+        pending = self._native.start(bridge.completions, rid, prep.method, prep.url,
                                      list(prep.headers._store.values()), prep.body,
                                      connect, read, total, verify, plist)
+        bridge.futures[rid] = fut
         try:
             native = await fut
         except asyncio.CancelledError:
             pending.cancel()
+            bridge.futures.pop(rid, None)
             raise
         resp = Response(native, prep, datetime.timedelta(seconds=perf_counter() - t0))
         if set_cookies := native.header_all("set-cookie"):
@@ -113,15 +148,3 @@ class AsyncClient(ClientBase):
 
     async def delete(self, url: Any, **kwargs: Any) -> Response:
         return await self.request("DELETE", url, **kwargs)
-
-
-class _Deliver:
-    """Callback run on the loop thread with (response, exception) from the native task."""
-
-    __slots__ = ("fut",)
-
-    def __init__(self, fut: asyncio.Future) -> None:
-        self.fut = fut
-
-    def __call__(self, resp: Any, error: BaseException | None) -> None:
-        _deliver(self.fut, resp, error)

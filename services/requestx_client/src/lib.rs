@@ -745,16 +745,17 @@ impl Client {
         }
     }
 
-    /// Start a request on the shared runtime; when it completes, `loop.call_soon_threadsafe(
-    /// callback, response, exception)` is called (exactly one of the two is None).
-    #[pyo3(signature = (r#loop, callback, method, url, headers=None, body=None, connect_timeout=None,
+    /// Start a request on the shared runtime. When it completes, its result is queued on
+    /// `completions` under `id` and the event loop is woken through `completions.fileno()`; the I/O
+    /// thread never takes the interpreter lock.
+    #[pyo3(signature = (completions, id, method, url, headers=None, body=None, connect_timeout=None,
                         read_timeout=None, total_timeout=None, verify=None, proxies=None))]
     #[allow(clippy::too_many_arguments)]
     fn start(
         &self,
         py: Python<'_>,
-        r#loop: Py<PyAny>,
-        callback: Py<PyAny>,
+        completions: &Completions,
+        id: u64,
         method: &str,
         url: &str,
         headers: Option<&Bound<'_, PyAny>>,
@@ -768,21 +769,84 @@ impl Client {
         let prepared = self.prepare(
             py, method, url, headers, body, connect_timeout, read_timeout, total_timeout, verify, proxies, false, false,
         )?;
+        let queue = completions.queue.clone();
         let handle = runtime().spawn(async move {
             let result = execute(prepared).await;
-            Python::attach(|py| {
-                let (resp, exc): (Py<PyAny>, Py<PyAny>) = match result {
-                    Ok(done) => match Py::new(py, done.into_response()) {
-                        Ok(r) => (r.into_any(), py.None()),
-                        Err(e) => (py.None(), e.into_value(py).into_any()),
-                    },
-                    Err(f) => (py.None(), f.into_pyerr(py).into_value(py).into_any()),
-                };
-                // the loop may be closed already: nothing to deliver to then
-                let _ = r#loop.call_method1(py, "call_soon_threadsafe", (callback, resp, exc));
-            });
+            queue.push(id, result);
         });
         Ok(Pending { handle: handle.abort_handle() })
+    }
+}
+
+/// Finished async requests waiting for the event loop thread.
+struct CompletionQueue {
+    items: Mutex<Vec<(u64, Result<Done, Failure>)>>,
+    wake_tx: std::os::unix::net::UnixStream,
+}
+
+impl CompletionQueue {
+    fn push(&self, id: u64, result: Result<Done, Failure>) {
+        let was_empty = {
+            let mut items = self.items.lock().unwrap();
+            let was_empty = items.is_empty();
+            items.push((id, result));
+            was_empty
+        };
+        if was_empty {
+            use std::io::Write;
+            // a full socket buffer means a wake-up is already pending: nothing to do
+            let _ = (&self.wake_tx).write(&[1]);
+        }
+    }
+}
+
+/// The meeting point of the runtime and one event loop: `loop.add_reader(c.fileno(), ...)`, then
+/// `c.drain()` gives the finished requests as (id, response, exception) triples.
+#[pyclass(frozen, module = "requestx_client._native")]
+struct Completions {
+    queue: Arc<CompletionQueue>,
+    wake_rx: std::os::unix::net::UnixStream,
+}
+
+#[pymethods]
+impl Completions {
+    #[new]
+    fn new() -> PyResult<Self> {
+        let (tx, rx) = std::os::unix::net::UnixStream::pair()?;
+        tx.set_nonblocking(true)?;
+        rx.set_nonblocking(true)?;
+        Ok(Completions {
+            queue: Arc::new(CompletionQueue { items: Mutex::new(Vec::new()), wake_tx: tx }),
+            wake_rx: rx,
+        })
+    }
+
+    fn fileno(&self) -> i32 {
+        use std::os::fd::AsRawFd;
+        self.wake_rx.as_raw_fd()
+    }
+
+    fn drain(&self, py: Python<'_>) -> PyResult<Vec<(u64, Py<PyAny>, Py<PyAny>)>> {
+        use std::io::Read;
+        let mut buf = [0u8; 256];
+        while let Ok(n) = (&self.wake_rx).read(&mut buf) {
+            if n < buf.len() {
+                break;
+            }
+        }
+        let items = std::mem::take(&mut *self.queue.items.lock().unwrap());
+        let mut out = Vec::with_capacity(items.len());
+        for (id, result) in items {
+            let (resp, exc): (Py<PyAny>, Py<PyAny>) = match result {
+                Ok(done) => match Py::new(py, done.into_response()) {
+                    Ok(r) => (r.into_any(), py.None()),
+                    Err(e) => (py.None(), e.into_value(py).into_any()),
+                },
+                Err(f) => (py.None(), f.into_pyerr(py).into_value(py).into_any()),
+            };
+            out.push((id, resp, exc));
+        }
+        Ok(out)
     }
 }
 
@@ -880,6 +944,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Client>()?;
     m.add_class::<NativeResponse>()?;
     m.add_class::<Pending>()?;
+    m.add_class::<Completions>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
