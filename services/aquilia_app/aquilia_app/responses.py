@@ -26,14 +26,13 @@ def _default(obj: Any):
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
-_ORJSON_OPTS = orjson.OPT_NON_STR_KEYS
 
 
 def json_bytes(obj: Any) -> bytes:
     """Serialize ``obj`` to JSON bytes (orjson; msgspec for Structs)."""
     if isinstance(obj, msgspec.Struct):
         return msgspec.json.encode(obj)
-    return orjson.dumps(obj, default=_default, option=_ORJSON_OPTS)
+    return orjson.dumps(obj, default=_default)
 
 
 def _encode_headers(headers) -> list:

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from aquilia_app.patterns import PatternError, parse
 from aquilia_app.routing import Match, RouteConflict, Router, URLBuildError
 
-FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
 pattern_chars = st.sampled_from(list("/{}«»[]:|=,-_.") + list("abcxyz019") + ["int", "str", "path", "uuid",
                                 "float", "slug", "min", "max", "re", "in", "(", ")", "*", "?", "\x00", "é"])
