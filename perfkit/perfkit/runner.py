@@ -304,7 +304,7 @@ def resolve_bins(cli_bins: dict) -> dict:
     class Bins(dict):
         def __missing__(self, name):
             env = os.environ.get("PERFKIT_BIN_" + name.upper().replace("-", "_").replace(".", "_"))
-            path = env or shutil.which(name)
+            path = env or shutil.which(name) or shutil.which(name, path="/usr/local/sbin:/usr/sbin:/sbin")
             if not path:
                 raise KeyError(name)
             path = os.path.abspath(path)

@@ -322,8 +322,6 @@ def load_file(path: str) -> Scenario:
         _unique(ctx, "systems", [s.name for s in systems], "system")
         if sum(s.role == "service" for s in systems) != 1:
             ctx.fail("systems", "exactly one system must have role = 'service'")
-        if sum(s.role == "floor" for s in systems) > 1:
-            ctx.fail("systems", "at most one system may have role = 'floor'")
         return Scenario(name=name, kind=kind, description=desc, path=path, systems=systems, workloads=workloads)
     if "systems" in doc:
         ctx.fail("top level", "'systems' belongs to server scenarios (this one has kind = 'client')")

@@ -1,0 +1,74 @@
+"""A short end-to-end run against real processes: one server scenario (a raw ASGI app against itself, plus a
+system that cannot start) and one client scenario; results.json valid against its schema, report.md and
+report.html written; a failed system reported with its log tail while the suite goes on."""
+
+import json
+import os
+
+from conftest import run_cli
+
+from perfkit import results
+
+
+def test_server_and_client_scenarios_end_to_end(tmp_path, tiny_dir, perfkit_load):
+    out = tmp_path / "out"
+    r = run_cli(["--scenarios", str(tiny_dir), "--repeat", "2", "--duration", "1", "--probe", "1",
+                 "--warmup", "0.2", "--out", str(out), "--bin", f"perfkit-load={perfkit_load}"], timeout=150)
+    # a system failed to start: exit status 1, the rest was measured
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"results in {out}" in r.stdout
+    doc = json.loads((out / "results.json").read_text())
+    results.validate(doc)  # raises on any mismatch with perfkit/results.schema.json
+    assert doc["interrupted"] is False and doc["settings"]["repeat"] == 2
+    assert doc["cpu_sets"]["systems"] is not None and doc["git_commit"]
+    by_name = {sc["name"]: sc for sc in doc["scenarios"]}
+
+    tiny = by_name["tiny"]
+    assert tiny["status"] == "partial"
+    systems = {s["name"]: s for s in tiny["systems"]}
+    assert systems["broken"]["status"] == "failed"
+    assert "exited with status 3" in systems["broken"]["error"]
+    assert "boom: cannot bind anything" in systems["broken"]["log_tail"]
+    for name in ("asgi-a", "asgi-b"):
+        assert systems[name]["status"] == "ok"
+        assert systems[name]["peak_rss_bytes"] > 5 << 20
+        assert systems[name]["cpu_seconds"] > 0
+    w = tiny["workloads"][0]
+    assert len(w["rates"]) == 3
+    slowest = min(w["results"][n]["max_rps"]["median"] for n in ("asgi-a", "asgi-b"))
+    assert abs(w["rates"][2] - 0.9 * slowest) < 1.0  # the same absolute rates for both, from the slowest
+    for name in ("asgi-a", "asgi-b"):
+        res = w["results"][name]
+        assert len(res["max_rps"]["values"]) == 2 and res["max_rps"]["median"] > 50
+        assert [lv["target_rate"] for lv in res["levels"]] == w["rates"]
+        for lv in res["levels"]:
+            assert len(lv["achieved_rate"]["values"]) == 2
+            assert lv["latency_us"]["p50"]["median"] > 0
+            assert lv["latency_us"]["p99"]["median"] >= lv["latency_us"]["p50"]["median"]
+            assert lv["spectrum"] and lv["spectrum"][-1][1] >= lv["spectrum"][1][1]
+        assert res["errors"] == 0
+
+    client = by_name["tinyclient"]
+    assert client["status"] == "ok"
+    cw = client["workloads"][0]
+    for name in ("urllib3", "requests"):
+        res = cw["results"][name]
+        assert res["max_rps"]["median"] > 20 and res["errors"] == 0
+        assert res["latency_us"]["p50"]["median"] > 0
+    vers = {s["name"]: s["version"] for s in client["systems"]}
+    assert vers["urllib3"][0].isdigit() and vers["requests"][0].isdigit()
+
+    md = (out / "report.md").read_text()
+    assert "| tiny / ping |" in md and "| tinyclient / ping |" in md
+    assert "**broken failed**" in md and "boom: cannot bind anything" in md
+    assert "asgi-a" in md and "÷ floor" in md
+    html = (out / "report.html").read_text()
+    assert html.count("data:image/png;base64,") >= 4  # bars + spectra (server), bars (client)
+    assert "latency spectrum" in html and "throughput" in html
+    assert "boom: cannot bind anything" in html
+
+    # the reports re-render from results.json alone
+    os.unlink(out / "report.md")
+    r = run_cli(["report", str(out)], timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert (out / "report.md").read_text() == md

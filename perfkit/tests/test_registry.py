@@ -1,0 +1,116 @@
+"""The registry loads and validates every scenario file; bad files and bad names get clear errors."""
+
+import os
+
+import pytest
+from conftest import PERFKIT_DIR, run_cli
+
+from perfkit.scenarios import Registry, ScenarioError, load_file
+
+SCENARIOS = os.path.join(PERFKIT_DIR, "scenarios")
+GOOD = '''
+name = "{name}"
+kind = "server"
+[[systems]]
+name = "svc"
+role = "service"
+command = ["${{python}}", "-m", "http.server", "${{port}}"]
+ready = "http://127.0.0.1:${{port}}/"
+[[workloads]]
+name = "root"
+path = "/"
+'''
+
+
+def test_every_scenario_file_loads_and_validates():
+    files = sorted(f for f in os.listdir(SCENARIOS) if f.endswith(".toml"))
+    assert files, "no scenario files"
+    reg = Registry.load(SCENARIOS)
+    assert reg.names() == [f[:-5] for f in files]
+    for name in reg.names():
+        sc = reg.get(name)
+        roles = [m.role for m in sc.members()]
+        assert roles.count("service") == 1, name
+        assert len(roles) >= 2, f"{name} is compared with nothing"
+        assert sc.workloads_for("quick"), f"{name} has no quick workload"
+        assert set(sc.workloads_for("quick")) <= set(sc.workloads_for("full")) | set(sc.workloads_for("quick"))
+    # the four services of the repo are registered, with their peers
+    assert {"aquilia_app", "aurora_app", "rpc_app", "requestx_client"} <= set(reg.names())
+    assert {"sanic", "fastapi", "blacksheep", "raw-asgi-granian"} <= set(reg.get("aquilia_app").member_names())
+    assert "nginx" in reg.get("aurora_app").member_names()
+    assert reg.get("rpc_app").workloads[0].mode == "ws"
+    assert reg.get("requestx_client").kind == "client"
+    assert reg.get("requestx_client").server.name == "nginx"
+
+
+def test_peer_app_files_named_by_the_scenarios_exist():
+    reg = Registry.load(SCENARIOS)
+    for sc in reg.scenarios.values():
+        for s in sc.systems:
+            for part in s.command:
+                if part.startswith("${peers}/"):
+                    assert os.path.exists(os.path.join(PERFKIT_DIR, "peers", part.split("/", 1)[1])), part
+                if part.endswith(":app") and "${peers}" in s.command:
+                    assert os.path.exists(os.path.join(PERFKIT_DIR, "peers", part.split(":")[0] + ".py")), part
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda t: t.replace('kind = "server"', 'kind = "serverr"'), "kind 'serverr' is not valid (valid: server, client)"),
+    (lambda t: t.replace('role = "service"', 'role = "boss"'), "role 'boss' is not valid"),
+    (lambda t: t.replace('role = "service"', 'role = "peer"'), "exactly one system must have role = 'service'"),
+    (lambda t: t.replace('ready = "http://', 'ready = "ftp://'), "must start with http:// or tcp://"),
+    (lambda t: t.replace('path = "/"', 'path = "/"\nconections = 3'), "unknown key 'conections'"),
+    (lambda t: t.replace("${{port}}/", "${{prot}}/"), "unknown placeholder '${prot}'"),
+    (lambda t: t.replace('command = ["${{python}}", "-m", "http.server", "${{port}}"]', 'command = "python"'),
+     "'command' must be a list of strings"),
+    (lambda t: t.replace('name = "{name}"', 'name = "other"'), "must match the file name"),
+    (lambda t: t + "\n[[workloads]]\nname = \"root\"\n", "duplicate workload name 'root'"),
+    (lambda t: t.replace('path = "/"', 'path = "/"\nmode = "ws"'), "a ws workload needs 'body'"),
+    (lambda t: t.replace("[[workloads]]", "[[workloads]]\nconnections = 0"), "'connections' must be an integer"),
+    (lambda t: t + "\n[server]\nname='x'\n", "'server' belongs to client scenarios"),
+    (lambda t: t.replace("[[systems]]", "[[systems]"), "not valid TOML"),
+])
+def test_bad_scenario_file_gives_a_clear_error(tmp_path, mutate, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(mutate(GOOD).format(name="bad"))
+    with pytest.raises(ScenarioError) as e:
+        load_file(str(path))
+    assert str(path) in str(e.value)
+    assert message in str(e.value)
+
+
+def test_good_template_is_valid(tmp_path):
+    path = tmp_path / "good.toml"
+    path.write_text(GOOD.format(name="good"))
+    sc = load_file(str(path))
+    assert sc.systems[0].name == "svc" and sc.workloads[0].connections == 16
+
+
+def test_unknown_names_list_the_valid_ones():
+    reg = Registry.load(SCENARIOS)
+    with pytest.raises(ScenarioError, match=r"unknown scenario or system 'nope' \(valid: aquilia_app, aurora_app"):
+        reg.select(["nope"])
+    with pytest.raises(ScenarioError, match=r"unknown system 'nope' in scenario 'aurora_app' \(valid: aurora_app, nginx\)"):
+        reg.select(["aurora_app/nope"])
+    picked = reg.select(["sanic", "rpc_app"])
+    assert [(sc.name, m) for sc, m in picked] == [("aquilia_app", ["sanic"]), ("rpc_app", None)]
+
+
+def test_cli_list_and_bad_input():
+    r = run_cli(["--list"], timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "aurora_app (server)" in r.stdout and "service  aquilia_app" in r.stdout
+    r = run_cli(["--only", "nosuch"], timeout=60)
+    assert r.returncode == 2
+    assert "unknown scenario or system 'nosuch' (valid: aquilia_app" in r.stderr
+    r = run_cli(["--repeat", "0"], timeout=60)
+    assert r.returncode == 2 and "--repeat must be between 1 and 100" in r.stderr
+    r = run_cli(["--only", "aurora_app", "--bin", "perfkit-load=/nonexistent/perfkit-load"], timeout=60)
+    assert r.returncode == 2 and "is not an executable file" in r.stderr
+
+
+def test_a_broken_scenario_folder_is_reported_by_the_cli(tmp_path):
+    (tmp_path / "x.toml").write_text("name = 'x'\nkind = 'server'\n")
+    r = run_cli(["--scenarios", str(tmp_path), "--list"], timeout=60)
+    assert r.returncode == 2
+    assert "x.toml: top level: missing required key 'workloads'" in r.stderr
