@@ -1,6 +1,7 @@
 """Generate the Grafana dashboards of the perfmono services as code (grafana-foundation-sdk).
 
-    python dashboards/grafana/generate.py            # rewrite dashboards/grafana/dashboards/*.json
+    bazel run //dashboards:generate                  # rewrite dashboards/grafana/dashboards/*.json
+    python dashboards/grafana/generate.py            # the same, with grafana-foundation-sdk installed
     python dashboards/grafana/generate.py --check    # exit 1 if the committed JSON is not what this makes
     python dashboards/grafana/generate.py --out DIR  # write elsewhere
 
@@ -28,7 +29,9 @@ DATASOURCE_UID = "perfmono-prometheus"
 DATASOURCE_NAME = "Prometheus"
 DS = dm.DataSourceRef(type_val="prometheus", uid="${datasource}")
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_OUT = os.path.join(HERE, "dashboards")
+# `bazel run //dashboards:generate` runs from the runfiles tree: write into the workspace instead.
+DEFAULT_OUT = (os.path.join(os.environ["BUILD_WORKSPACE_DIRECTORY"], "dashboards", "grafana", "dashboards")
+               if os.environ.get("BUILD_WORKSPACE_DIRECTORY") else os.path.join(HERE, "dashboards"))
 TAGS = ["perfmono"]
 
 

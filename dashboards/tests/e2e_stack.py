@@ -1,0 +1,125 @@
+"""The end-to-end stack shared by test_e2e.py and test_grafana.py: a real Prometheus with
+dashboards/prometheus (config and rules), every service, and a short perfkit-load run against each.
+
+Binaries come from the environment (Bazel sets them from data deps):
+  AURORA_BIN        //services/aurora_app:aurora_app
+  PERFKIT_LOAD_BIN  //perfkit/load:perfkit-load
+The Python services run as `python -m aquilia_app` / `python -m rpc_app` (their py_library deps).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dashlib import PROM_DIR, free_port, prometheus_bin, start_and_read_port, stop, wait_http
+
+LOAD_SECONDS = 10
+# Panels that may be empty, and why: only while the service they watch does not export the metric
+# (the tests check that against the service's own /metrics, so an entry cannot hide a broken query).
+KNOWN_GAPS = {
+    # aurora_app exports no perfkit_hotpath_duration_seconds yet (parse / handle / write)
+    ("perfmono-aurora-app", "Hot-path p99"): ("aurora_app", "perfkit_hotpath_duration_seconds"),
+    ("perfmono-aurora-app", "Hot-path share of request time"): ("aurora_app", "perfkit_hotpath_duration_seconds"),
+    ("perfmono-aurora-app", "Hot-path mean"): ("aurora_app", "perfkit_hotpath_duration_seconds"),
+    ("perfmono-aurora-app", "Timed hot-path calls"): ("aurora_app", "perfkit_hotpath_duration_seconds"),
+}
+
+
+def _env_bin(name: str, target: str) -> str:
+    path = os.environ.get(name)
+    if not path or not os.access(path, os.X_OK):
+        raise AssertionError(f"${name} must point to the executable of {target} (got {path!r}); "
+                             f"run the test with `bazel test //dashboards:e2e_test`")
+    return path
+
+
+def _python_env() -> dict:
+    env = dict(os.environ)
+    # Outside Bazel (plain pytest from the repo root) make the service packages importable.
+    repo = PROM_DIR.parent.parent
+    extra = [str(repo / "services" / "aquilia_app"), str(repo / "services" / "rpc_app")]
+    env["PYTHONPATH"] = os.pathsep.join([p for p in [env.get("PYTHONPATH")] if p] + extra)
+    return env
+
+
+def _test_config(tmp: Path, ports: dict[str, int], load_ports: dict[str, int], prom_port: int) -> Path:
+    """dashboards/prometheus/prometheus.yml with this run's ports and a 1 s scrape interval."""
+    text = (PROM_DIR / "prometheus.yml").read_text()
+    text = text.replace("scrape_interval: 5s", "scrape_interval: 1s").replace("evaluation_interval: 5s",
+                                                                                "evaluation_interval: 1s")
+    for rule in ("recording.yml", "alerts.yml"):
+        text = text.replace(f"- rules/{rule}", f"- {PROM_DIR / 'rules' / rule}")
+    default = {"aquilia_app": 8081, "rpc_app": 8082, "aurora_app": 8083}
+    for svc, port in ports.items():
+        text = text.replace(f'"127.0.0.1:{default[svc]}"', f'"127.0.0.1:{port}"')
+        text = text.replace(f":{default[svc]}(/.*)?", f":{port}(/.*)?")
+    text = text.replace('"127.0.0.1:9464"', ", ".join(f'"127.0.0.1:{p}"' for p in load_ports.values()))
+    text = text.replace('"127.0.0.1:9090"', f'"127.0.0.1:{prom_port}"')
+    code = "\n".join(line.split(" #")[0] for line in text.splitlines() if not line.lstrip().startswith("#"))
+    for port in list(default.values()) + [9464, 9090]:
+        assert f":{port}" not in code, f"default port {port} left in the test config"
+    cfg = tmp / "prometheus.yml"
+    cfg.write_text(text)
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("e2e")
+    aurora = _env_bin("AURORA_BIN", "//services/aurora_app:aurora_app")
+    load = _env_bin("PERFKIT_LOAD_BIN", "//perfkit/load:perfkit-load")
+    procs: list[subprocess.Popen] = []
+    try:
+        p, aurora_port = start_and_read_port([aurora, "--port", "0", "--workers", "1"],
+                                             r"listening on [\d.]+:(\d+)", 20, tmp / "aurora.log")
+        procs.append(p)
+        env = _python_env()
+        p, aquilia_port = start_and_read_port(
+            [sys.executable, "-m", "aquilia_app", "--port", "0", "--workers", "1"],
+            r"listening on http://[\d.]+:(\d+)", 60, tmp / "aquilia.log", env=env)
+        procs.append(p)
+        p, rpc_port = start_and_read_port(
+            [sys.executable, "-m", "rpc_app", "--port", "0", "--sample-every", "1"],
+            r"listening on ws://[\d.]+:(\d+)", 60, tmp / "rpc.log", env=env)
+        procs.append(p)
+        ports = {"aquilia_app": aquilia_port, "rpc_app": rpc_port, "aurora_app": aurora_port}
+        load_ports = {svc: free_port() for svc in ports}
+        prom_port = free_port()
+        cfg = _test_config(tmp, ports, load_ports, prom_port)
+        prom = subprocess.Popen(
+            [prometheus_bin(), f"--config.file={cfg}", f"--storage.tsdb.path={tmp / 'tsdb'}",
+             f"--web.listen-address=127.0.0.1:{prom_port}", "--log.level=warn"],
+            stdout=open(tmp / "prometheus.log", "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+        procs.append(prom)
+        base = f"http://127.0.0.1:{prom_port}"
+        wait_http(f"{base}/-/ready", 30, prom)
+        for svc, port in ports.items():
+            wait_http(f"http://127.0.0.1:{port}/metrics", 10)
+
+        t0 = time.time()
+        runs = {
+            "aurora_app": [f"http://127.0.0.1:{aurora_port}/json"],
+            "aquilia_app": [f"http://127.0.0.1:{aquilia_port}/json"],
+            "rpc_app": ["--ws", "--body", '{"method": "add", "params": [1, 2]}', f"ws://127.0.0.1:{rpc_port}/"],
+        }
+        rate = {"aurora_app": 300, "aquilia_app": 150, "rpc_app": 150}
+        loaders = {}
+        for svc, args in runs.items():
+            loaders[svc] = subprocess.Popen(
+                [load, "-t", "1", "-c", "2", "-d", f"{LOAD_SECONDS}s", "-R", str(rate[svc]),
+                 "--metrics-addr", f"127.0.0.1:{load_ports[svc]}", "--scenario", f"e2e-{svc}", *args],
+                stdout=open(tmp / f"load-{svc}.out", "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+            procs.append(loaders[svc])
+        for svc, lp in loaders.items():
+            rc = lp.wait(timeout=LOAD_SECONDS + 60)
+            assert rc == 0, f"perfkit-load against {svc} failed ({rc}): {(tmp / f'load-{svc}.out').read_text()[-2000:]}"
+        time.sleep(3)  # last scrapes and rule evaluations
+        yield {"base": base, "start": t0 - 5, "end": time.time(), "ports": ports, "tmp": tmp}
+    finally:
+        for p in reversed(procs):
+            stop(p)
