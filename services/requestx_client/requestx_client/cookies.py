@@ -89,7 +89,7 @@ class RequestsCookieJar(MutableMapping[str, str]):
 
     # --- dict interface (by name) ---
     def __getitem__(self, name: str) -> str:
-        found = [c for c in self._cookies.values() if c.name == name]
+        found = [c for c in list(self._cookies.values()) if c.name == name]
         if not found:
             raise KeyError(name)
         return found[-1].value
@@ -98,14 +98,14 @@ class RequestsCookieJar(MutableMapping[str, str]):
         self.set(name, value)
 
     def __delitem__(self, name: str) -> None:
-        keys = [k for k, c in self._cookies.items() if c.name == name]
+        keys = [k for k, c in list(self._cookies.items()) if c.name == name]
         if not keys:
             raise KeyError(name)
         for k in keys:
             del self._cookies[k]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(dict.fromkeys(c.name for c in self._cookies.values()))
+        return iter(dict.fromkeys(c.name for c in list(self._cookies.values())))
 
     def __len__(self) -> int:
         return len(self._cookies)
@@ -119,7 +119,7 @@ class RequestsCookieJar(MutableMapping[str, str]):
     def set(self, name: str, value: str | None, domain: str = "", path: str = "/", secure: bool = False,
             expires: float | None = None) -> Cookie | None:
         if value is None:
-            for k in [k for k, c in self._cookies.items() if c.name == name]:
+            for k in [k for k, c in list(self._cookies.items()) if c.name == name]:
                 del self._cookies[k]
             return None
         cookie = Cookie(name, str(value), domain.lstrip(".").lower(), path, secure, expires, host_only=False)
@@ -130,16 +130,16 @@ class RequestsCookieJar(MutableMapping[str, str]):
         key = (cookie.domain, cookie.path, cookie.name)
         if cookie.expired(time.time()):
             self._cookies.pop(key, None)
-        else:
+        else:  # one dict store: atomic under the GIL, so sessions shared by threads stay consistent
             self._cookies[key] = cookie
 
     def get_dict(self, domain: str | None = None, path: str | None = None) -> dict[str, str]:
-        return {c.name: c.value for c in self._cookies.values()
+        return {c.name: c.value for c in list(self._cookies.values())
                 if (domain is None or c.domain == domain) and (path is None or c.path == path)}
 
     def update(self, other: Any = (), **kw: str) -> None:  # type: ignore[override]
         if isinstance(other, RequestsCookieJar):
-            for c in other._cookies.values():
+            for c in list(other._cookies.values()):
                 self.set_cookie(c)
         else:
             super().update(other, **kw)
@@ -153,7 +153,7 @@ class RequestsCookieJar(MutableMapping[str, str]):
         if domain is None:
             self._cookies.clear()
         else:
-            for k in [k for k in self._cookies if k[0] == domain]:
+            for k in [k for k in list(self._cookies) if k[0] == domain]:
                 del self._cookies[k]
 
     def cookies(self) -> list[Cookie]:
@@ -180,7 +180,7 @@ class RequestsCookieJar(MutableMapping[str, str]):
             parts = urlsplit(url)
             host = (parts.hostname or "").lower()
             now = time.time()
-            matching = [c for c in self._cookies.values()
+            matching = [c for c in list(self._cookies.values())
                         if c.matches(host, parts.path or "/", parts.scheme == "https", now)]
             matching.sort(key=lambda c: len(c.path), reverse=True)
             for c in matching:

@@ -79,3 +79,16 @@ def test_many_requests_no_leak(server):
     for _ in range(2000):
         assert s.get(server.url + "/big?size=2000").content == b"x" * 2000
     assert _rss_kib() - before < 8 * 1024
+
+
+def test_threads_setting_cookies_on_one_session(server):
+    s = requests.Session()
+
+    def worker(t: int) -> None:
+        for i in range(30):
+            r = s.get(server.url + f"/cookies/set?t{t}_{i % 5}={i}")
+            assert r.status_code == 200 and r.json()["cookie"]
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(worker, range(8)))
+    assert len(s.cookies.get_dict()) == 40
