@@ -1,10 +1,12 @@
 """Channels path through WebsocketCommunicator: rpc_app's adapter vs channels-rpc 1.0.1 vs a plain
 AsyncJsonWebsocketConsumer doing the same ``add`` (the floor of the Channels path).
 
-Each variant runs ping-pong (send one call, await its answer) for --seconds, reporting calls/s
-per --window seconds to show decay over time. Request ids are unique (channels-rpc refuses reuse).
+Ping-pong (send one call, await its answer), request ids unique (channels-rpc refuses reuse).
+Two parts: interleaved rounds (every variant runs --window seconds per round, so the noise of a
+shared machine hits all alike; ratios are medians of per-round ratios), then optionally each of
+--sustain-variants alone for --sustain seconds, reporting calls/s per --sustain-window (decay).
 
-    python bench/bench_channels.py [--seconds 20] [--window 5] [--variants ours,plain,channels_rpc]
+    python bench/bench_channels.py [--rounds 5] [--window 2] [--sustain 60]
 """
 
 import argparse
@@ -65,54 +67,97 @@ class Plain(AsyncJsonWebsocketConsumer):
 VARIANTS = {"ours": Ours, "ours_dbhop": OursDbHop, "ours_metrics": OursWithMetrics, "plain": Plain, "channels_rpc": TheirRpc}
 
 
-async def run(cls, seconds: float, window: float):
-    c = WebsocketCommunicator(cls.as_asgi(), "/ws/")
-    ok, _ = await c.connect()
-    assert ok
+class Client:
+    """One WebsocketCommunicator doing ping-pong ``add`` calls with unique ids."""
+
     prefix = '{"jsonrpc":"2.0","method":"add","params":[1,2],"id":'
-    rid = 0
-    windows = []
-    t_start = time.perf_counter()
-    t_win = t_start
-    n_win = 0
-    send, recv = c.send_to, c.receive_from
-    while True:
-        rid += 1
-        await send(text_data=prefix + str(rid) + "}")
-        r = await recv(5)
-        if rid == 1:
-            assert '"result"' in r and "3" in r, r
-        n_win += 1
-        if n_win & 63 == 0:
-            now = time.perf_counter()
-            if now - t_win >= window:
-                windows.append(n_win / (now - t_win))
-                t_win, n_win = now, 0
-                if now - t_start >= seconds:
-                    break
-    await c.disconnect()
-    return windows, rid
+
+    def __init__(self, cls):
+        self.comm = WebsocketCommunicator(cls.as_asgi(), "/ws/")
+        self.rid = 0
+
+    async def open(self):
+        ok, _ = await self.comm.connect()
+        assert ok
+
+    async def run_for(self, seconds: float) -> float:
+        """Calls/s over ``seconds`` of ping-pong."""
+        send, recv = self.comm.send_to, self.comm.receive_from
+        n = 0
+        t0 = time.perf_counter()
+        while True:
+            self.rid += 1
+            await send(text_data=self.prefix + str(self.rid) + "}")
+            r = await recv(5)
+            if self.rid == 1:
+                assert '"result"' in r and "3" in r, r
+            n += 1
+            if n & 31 == 0:
+                now = time.perf_counter()
+                if now - t0 >= seconds:
+                    return n / (now - t0)
+
+    async def close(self):
+        await self.comm.disconnect()
+
+
+async def interleaved(names, rounds: int, window: float):
+    """Round-robin: each variant runs ``window`` s per round, so machine noise hits all alike."""
+    clients = {n: Client(VARIANTS[n]) for n in names}
+    for c in clients.values():
+        await c.open()
+    rates = {n: [] for n in names}
+    for _ in range(rounds):
+        for n, c in clients.items():
+            rates[n].append(await c.run_for(window))
+    for c in clients.values():
+        await c.close()
+    return rates
+
+
+async def sustained(name, seconds: float, window: float):
+    c = Client(VARIANTS[name])
+    await c.open()
+    rates = []
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        rates.append(await c.run_for(window))
+    await c.close()
+    return rates, c.rid
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--seconds", type=float, default=20)
-    ap.add_argument("--window", type=float, default=5)
-    ap.add_argument("--variants", default="plain,ours,channels_rpc,ours_metrics")
+    ap.add_argument("--variants", default="plain,ours,ours_dbhop,channels_rpc")
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (ratios)")
+    ap.add_argument("--window", type=float, default=2.0)
+    ap.add_argument("--sustain", type=float, default=0, help="then run each of --sustain-variants alone this long")
+    ap.add_argument("--sustain-variants", default="ours,channels_rpc")
+    ap.add_argument("--sustain-window", type=float, default=5.0)
     args = ap.parse_args()
-    results = {}
-    for name in args.variants.split(","):
-        windows, total = asyncio.run(run(VARIANTS[name], args.seconds, args.window))
-        results[name] = windows
-        ws = " ".join(f"{w:,.0f}" for w in windows)
-        drift = 100 * (windows[-1] / windows[0] - 1)
-        print(f"{name:13s} calls/s per {args.window:g}s window: {ws}   mean {sum(windows) / len(windows):,.0f}"
-              f"  last/first {drift:+.1f}%  ({total} calls)", flush=True)
-    mean = {k: sum(v) / len(v) for k, v in results.items()}
-    if "ours" in mean and "plain" in mean:
-        print(f"ours / plain floor: {100 * mean['ours'] / mean['plain']:.1f}%")
-    if "ours" in mean and "channels_rpc" in mean:
-        print(f"ours / channels-rpc: {mean['ours'] / mean['channels_rpc']:.2f}x")
+    names = args.variants.split(",")
+    if args.rounds:
+        rates = asyncio.run(interleaved(names, args.rounds, args.window))
+        print(f"interleaved: {args.rounds} rounds x {args.window:g}s per variant, calls/s per round")
+        for n in names:
+            print(f"  {n:13s} " + " ".join(f"{r:7,.0f}" for r in rates[n]) + f"   median {median(rates[n]):,.0f}")
+        for a, b in (("ours", "plain"), ("ours_dbhop", "plain"), ("ours", "channels_rpc"),
+                     ("ours_dbhop", "channels_rpc")):
+            if a in rates and b in rates:
+                per_round = [x / y for x, y in zip(rates[a], rates[b])]
+                print(f"  {a} / {b}: median of per-round ratios {median(per_round):.2f}x")
+    if args.sustain:
+        for n in args.sustain_variants.split(","):
+            rates, total = asyncio.run(sustained(n, args.sustain, args.sustain_window))
+            first, last = rates[0], rates[-1]
+            print(f"sustained {n:13s} {args.sustain:g}s, calls/s per {args.sustain_window:g}s: "
+                  + " ".join(f"{r:,.0f}" for r in rates)
+                  + f"   last/first {100 * (last / first - 1):+.1f}%  ({total} calls)", flush=True)
 
 
 if __name__ == "__main__":

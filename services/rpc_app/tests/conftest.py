@@ -3,8 +3,11 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+# Under Bazel, runfiles get __init__.py files (tests/ becomes a package): put both the
+# service root (for rpc_app) and tests/ (for helpers, channels_app) on sys.path explicitly.
+for _p in (HERE, ROOT):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
 
 import django  # noqa: E402
 from django.conf import settings  # noqa: E402
