@@ -222,7 +222,14 @@ class ClientBase:
         self.cert = None
         self._env_bundle = (os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")) \
             if trust_env else None
-        self._native = _native if _native is not None else native_mod.Client(trust_env, pool_maxsize, pool_idle_timeout)
+        self._pool_args = (trust_env, pool_maxsize, pool_idle_timeout)
+        self._native = _native if _native is not None else native_mod.Client(*self._pool_args)
+
+    def _drop_pools(self) -> None:
+        """Let go of this client's connection pools (idle connections close once no clone uses them)."""
+        from . import _native as native_mod
+
+        self._native = native_mod.Client(*self._pool_args)
 
     # --- preparation ---
     def prepare(self, method: str, url: Any, params: Any = None, data: Any = None,

@@ -75,6 +75,7 @@ class AsyncClient(ClientBase):
         if self._bridge is not None:
             self._bridge.close()
             self._bridge = None
+        self._drop_pools()
 
     async def request(self, method: str, url: Any, *, params: Any = None, data: Any = None, headers: Any = None,
                       cookies: Any = None, files: Any = None, auth: Any = None, timeout: Any = None,

@@ -33,7 +33,8 @@ class Session(ClientBase):
         self.close()
 
     def close(self) -> None:
-        """Kept for API compatibility; idle connections are dropped when the session is collected."""
+        """Close the idle connections of this session (it stays usable: new ones are opened on demand)."""
+        self._drop_pools()
 
     def clone(self) -> "Session":
         """A new session with copies of the settings, sharing this one's connection pools."""

@@ -269,3 +269,11 @@ def test_proxy_from_environment(server, monkeypatch):
     with requests.Session(trust_env=False) as s:
         with pytest.raises(exc.ConnectionError):
             s.get("http://env-proxied.invalid/echo", timeout=5)
+
+
+def test_session_close_then_reuse(server):
+    s = requests.Session()
+    assert s.get(server.url + "/echo").ok and s._native.pool_count() == 1
+    s.close()
+    assert s._native.pool_count() == 0
+    assert s.get(server.url + "/echo").ok  # reopens on demand, as requests does
