@@ -236,7 +236,9 @@ def service_dashboard(s: Service) -> dashboard.Dashboard:
     d = d.with_panel(ts(ids, "Hot-path share of request time", "percentunit", [
         (f"service_hotpath:perfkit_hotpath_duration_seconds:share_rate1m{{{sel}}}", "{{hotpath}}"),
     ], "Mean time in each hot path over the mean request time"
-       + (" (rpc_app: over the sum of its hot paths)." if s.kind == "rpc" else "."), stack=True))
+       + (" (rpc_app: over the sum of its hot paths)" if s.kind == "rpc" else "")
+       + ". An estimate from the sampled requests: with few samples in the window (low traffic, one slow "
+         "request sampled) it can exceed 100%.", stack=True))
     d = d.with_panel(ts(ids, "Hot-path mean", "s", [
         (f"service_hotpath:perfkit_hotpath_duration_seconds:mean_rate1m{{{sel}}}", "{{hotpath}}"),
     ], "Mean time per timed call of each hot path (hot paths are sampled: one request in N)."))

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from dashlib import PROM_DIR, free_port, prometheus_bin, start_and_read_port, stop, wait_http
+from dashlib import PROM_DIR, free_port, prom_api, prometheus_bin, start_and_read_port, stop, wait_http
 
-LOAD_SECONDS = 10
+# PERFMONO_E2E_LOAD_SECONDS=70 fills the 1m windows of the recording rules (used for the README previews).
+LOAD_SECONDS = int(os.environ.get("PERFMONO_E2E_LOAD_SECONDS") or 10)
 # Panels that may be empty, and why: only while the service they watch does not export the metric
 # (the tests check that against the service's own /metrics, so an entry cannot hide a broken query).
 KNOWN_GAPS = {
@@ -100,6 +101,14 @@ def stack(tmp_path_factory):
         wait_http(f"{base}/-/ready", 30, prom)
         for svc, port in ports.items():
             wait_http(f"http://127.0.0.1:{port}/metrics", 10)
+        # Ready is not scraping: target discovery hands its first update over after up to 5 s.
+        deadline = time.monotonic() + 30
+        while True:
+            up = prom_api(base, "/api/v1/query", {"query": "up == 1"})["result"]
+            if {r["metric"]["job"] for r in up} >= set(ports):
+                break
+            assert time.monotonic() < deadline, f"the services were not scraped within 30 s: {up}"
+            time.sleep(0.2)
 
         t0 = time.time()
         runs = {

@@ -60,3 +60,23 @@ def test_no_alert_fires_on_a_healthy_run(stack):
     alerts = prom_api(stack["base"], "/api/v1/alerts", {})["alerts"]
     firing = [a for a in alerts if a["state"] == "firing" and a["labels"]["alertname"] != "TargetDown"]
     assert firing == [], firing
+
+
+def test_previews_render(stack, tmp_path):
+    """The preview renderer (grafana/preview.py) draws every dashboard from this run's data.
+    PERFMONO_PREVIEW_DIR=<dir> keeps the PNGs (that is how the README's previews are made)."""
+    import os
+    import sys
+
+    from dashlib import GRAFANA_DIR
+
+    sys.path.insert(0, str(GRAFANA_DIR))
+    import preview
+
+    out = os.environ.get("PERFMONO_PREVIEW_DIR") or str(tmp_path)
+    for name, dash in sorted(load_dashboards().items()):
+        values = {v["name"]: ".+" for v in dash["templating"]["list"]}
+        path = os.path.join(out, name[:-5] + ".png")
+        preview.render_dashboard(dash, stack["base"], stack["start"], stack["end"], path, values)
+        with open(path, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
