@@ -109,7 +109,7 @@ def bench_rates(args):
             top, p99, errs = load(loadbin, srv.url, args.duration, args.connections)
             held = 0
             held_p99 = None
-            for frac in (0.5, 0.7, 0.85, 1.0):
+            for frac in (0.1, 0.25, 0.5, 0.7, 0.85, 1.0):
                 rate, p99r, e = load(loadbin, srv.url, args.duration, args.connections, rate=top * frac)
                 if p99r < 10 and e == 0 and rate >= top * frac * 0.98:
                     held, held_p99 = top * frac, p99r

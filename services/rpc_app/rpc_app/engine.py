@@ -77,6 +77,7 @@ class Engine:
         self._executor = executor
         self.rate_limit = rate_limit
         self._counter = 0
+        self.in_flight = 0  # async calls running (exported as rpc_in_flight)
         lim = self.limits
         # messages up to this many bytes (or characters) cannot break any size limit
         self._small = min(2 * lim.max_depth, lim.max_string_length + 1, 2 * lim.max_array_length + 1,
@@ -266,9 +267,7 @@ class Engine:
         return (rid, result)
 
     async def _run_async(self, spec, args, kwargs, rid, notification, ctx, params, session, in_batch):
-        metrics = self.metrics
-        if metrics is not None:
-            metrics.in_flight.inc()
+        self.in_flight += 1
         try:
             try:
                 if ctx is not None and self.mw.active:
@@ -298,8 +297,7 @@ class Engine:
                 return (rid, result)
             return self._encode((rid, result))
         finally:
-            if metrics is not None:
-                metrics.in_flight.dec()
+            self.in_flight -= 1
             if not notification and session is not None:
                 session.inflight_ids.pop((type(rid), rid), None)
 

@@ -4,7 +4,7 @@
   (sampled: one call in ``sample_every`` is timed stage by stage).
 * ``rpc_calls_total{service,method,outcome}``: counted in plain ints on the hot path and
   turned into a counter family at scrape time (no lock, no label lookup per call).
-* ``rpc_in_flight{service}`` (calls running asynchronously), ``rpc_open_connections{service}``.
+* ``rpc_in_flight{service}`` (calls running asynchronously; a plain int too), ``rpc_open_connections{service}``.
 * ``rpc_connections_total``, ``rpc_closed_connections_total{reason}``.
 
 Each ``Metrics`` owns its CollectorRegistry, so several engines can live in one process.
@@ -13,7 +13,7 @@ Each ``Metrics`` owns its CollectorRegistry, so several engines can live in one 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 SERVICE = "rpc_app"
 # One bucket layout for all latency histograms: 25 µs ... 10 s.
@@ -32,6 +32,9 @@ class _CallsCollector:
         for (method, outcome), n in self.metrics.snapshot_calls().items():
             fam.add_metric([SERVICE, method, outcome], n)
         yield fam
+        g = GaugeMetricFamily("rpc_in_flight", "JSON-RPC calls in flight (async)", labels=["service"])
+        g.add_metric([SERVICE], sum(e.in_flight for e in self.metrics.engines))
+        yield g
 
 
 class Metrics:
@@ -47,8 +50,6 @@ class Metrics:
         self.h_validate = hot.labels(SERVICE, "validate")
         self.h_dispatch = hot.labels(SERVICE, "dispatch")
         self.h_encode = hot.labels(SERVICE, "encode")
-        self.in_flight = Gauge("rpc_in_flight", "JSON-RPC calls in flight (async)", ["service"],
-                               registry=self.registry).labels(SERVICE)
         self.open_connections = Gauge("rpc_open_connections", "Open JSON-RPC connections", ["service"],
                                       registry=self.registry).labels(SERVICE)
         self.connections_total = Counter("rpc_connections", "Accepted JSON-RPC connections", ["service"],
