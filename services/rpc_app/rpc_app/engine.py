@@ -77,6 +77,9 @@ class Engine:
         self._executor = executor
         self.rate_limit = rate_limit
         self._counter = 0
+        self._methods = registry._methods  # shared: methods added later are seen
+        self._max_method = self.limits.max_method_name_length
+        self._no_mw = not self.mw.active and not self.mw.is_async
         self.in_flight = 0  # async calls running (exported as rpc_in_flight)
         lim = self.limits
         # messages up to this many bytes (or characters) cannot break any size limit
@@ -212,12 +215,11 @@ class Engine:
             raise _Fail(None if notification else rid,
                         RpcError(E.INVALID_REQUEST, "Invalid Request", 'member "params" must be an array or an object'),
                         INVALID, "invalid_request")
-        lim = self.limits
-        if len(method) > lim.max_method_name_length:
+        if len(method) > self._max_method:
             raise _Fail(None if notification else rid,
-                        LimitExceeded("method_name_length", lim.max_method_name_length, len(method)),
+                        LimitExceeded("method_name_length", self._max_method, len(method)),
                         INVALID, "limit")
-        spec = self.registry.get(method)
+        spec = self._methods.get(method)
         if spec is None:
             raise _Fail(rid, RpcError(E.METHOD_NOT_FOUND, "Method not found", {"method": method}),
                         UNKNOWN, "not_found")
@@ -229,6 +231,19 @@ class Engine:
             args, kwargs = spec.bind(params)
         except RpcError as exc:
             raise _Fail(rid, exc, spec.name, "invalid_params") from None
+        if spec.sync_plain and self._no_mw:
+            # the common case: a sync method without context or middleware
+            if spec.bind_owner:
+                args = (getattr(session, "owner", None), *args)
+            try:
+                result = spec.func(*args, **kwargs) if kwargs else spec.func(*args)
+            except Exception as exc:
+                err = self._method_error(spec, exc)
+                if notification:
+                    return None
+                return _err_obj(rid, err) if in_batch else _dumps(_err_obj(rid, err))
+            spec.calls_ok += 1
+            return None if notification else (rid, result)
         ctx = None
         if spec.ctx_param is not None or self.mw.active:
             ctx = RpcContext(session, method, None if notification else rid, notification)

@@ -31,7 +31,7 @@ def _json_type(v) -> str:
 class MethodSpec:
     __slots__ = ("name", "func", "is_async", "blocking", "ctx_param", "bind_owner",
                  "positional", "required", "kw_required", "list_checks", "n_required", "n_max", "var_positional",
-                 "var_keyword", "names", "checks", "calls_ok", "calls_error", "__weakref__")
+                 "var_keyword", "names", "checks", "calls_ok", "calls_error", "sync_plain", "__weakref__")
 
     def __init__(self, name: str, func: Callable, *, blocking: bool = False, bind_owner: bool = False):
         self.name = name
@@ -94,6 +94,8 @@ class MethodSpec:
         self.list_checks = tuple((i, checks[nm][0], nm) for i, nm in enumerate(self.positional) if nm in checks)
         self.calls_ok = 0
         self.calls_error = 0
+        # decided once: a sync method without RpcContext takes the engine's shortest path
+        self.sync_plain = not self.is_async and not self.blocking and self.ctx_param is None
 
     # -- params -------------------------------------------------------------------
     def bind(self, params):
