@@ -256,3 +256,4 @@ def create_app(db_path: str | None = None, *, metrics: bool | None = None, max_b
 
 
 app = create_app()
+asgi = app.asgi()  # what the server runs: the compiled chain

@@ -28,7 +28,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help="0 = ephemeral (the bound port is printed)")
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--server", choices=("uvicorn", "granian"), default=DEFAULT_SERVER)
-    p.add_argument("--app", default="aquilia_app.app:app", help="ASGI app as module:attribute")
+    p.add_argument("--app", default="aquilia_app.app:asgi", help="ASGI app as module:attribute")
     p.add_argument("--db", default=None, help="SQLite file (default: a fresh temp file)")
     p.add_argument("--no-metrics", action="store_true", help="turn instrumentation and /metrics off")
     p.add_argument("--max-body", type=int, default=None, help="request body limit in bytes (default 1 MiB)")
@@ -76,7 +76,7 @@ def serve_uvicorn(a: argparse.Namespace) -> None:
 
     config = uvicorn.Config(a.app, host=a.host, port=a.port, workers=a.workers, loop="uvloop", http="httptools",
                             lifespan="on", log_level=a.log_level, access_log=False, server_header=False,
-                            ws="none", backlog=2048, proxy_headers=False)
+                            ws="none", backlog=2048, proxy_headers=False, interface="asgi3")
     sock = config.bind_socket()
     _announce(a.host, sock.getsockname()[1])
     server = uvicorn.Server(config)
