@@ -26,11 +26,12 @@ def py_pytest_test(name, srcs, deps = [], data = [], env = {}, args = [], **kwar
     if not test_files:
         fail("py_pytest_test(%s): no test_*.py or *_test.py among srcs" % name)
     env_args = ["--bazel-env=%s=%s" % (k, v) for k, v in env.items()]
+    pytest = requirement("pytest")
     native.py_test(
         name = name,
         srcs = srcs + [_RUNNER],
         main = _RUNNER,
-        deps = deps + [requirement("pytest")],
+        deps = deps + ([] if pytest in deps else [pytest]),
         data = data,
         args = env_args + args + test_files,
         python_version = "PY3",
