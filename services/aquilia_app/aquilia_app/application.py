@@ -85,6 +85,7 @@ class App:
         self._controllers: dict = {}  # class -> instance (app-lifetime controllers)
         self._compiled = False
         self._started = False
+        self._stopped = False
         self._start_lock: asyncio.Lock | None = None
         self._n = 0
         self._static: dict = {}
@@ -237,9 +238,10 @@ class App:
         self._asgi = self._chain
 
     async def shutdown(self) -> None:
-        if not self._started:
+        # ``_started`` stays True: a request racing the shutdown must not start the app again.
+        if not self._started or self._stopped:
             return
-        self._started = False
+        self._stopped = True
         for hook in reversed(self._shutdown_hooks):
             try:
                 r = hook()

@@ -234,3 +234,68 @@ def test_responses_prepare_headers_once_and_keep_bytes():
         Response(b"", headers={"x": "a\r\nb"})
     with pytest.raises(TypeError):
         json_bytes(object())
+
+
+def test_lifespan_starts_and_tears_down_providers():
+    events = []
+
+    class Res:
+        pass
+
+    async def res():
+        events.append("open")
+        yield Res()
+        events.append("close")
+
+    c = Container()
+    c.register(Res, res)
+    app = App(container=c)
+
+    @app.get("/r")
+    async def r(x: Res):
+        return {"ok": isinstance(x, Res)}
+
+    async def main():
+        inbox = [{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}]
+        sent = []
+
+        async def receive():
+            return inbox.pop(0)
+
+        async def send(msg):
+            sent.append(msg["type"])
+            if msg["type"] == "lifespan.startup.complete":
+                assert events == ["open"]
+                r = await call(app, "GET", "/r")
+                assert r.json() == {"ok": True}
+
+        entry = app.asgi()
+        await entry({"type": "lifespan"}, receive, send)
+        return sent
+
+    assert run(main()) == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+    assert events == ["open", "close"]
+
+
+def test_failed_startup_is_reported():
+    async def broken():
+        raise RuntimeError("no database")
+
+    c = Container()
+    c.register(Greeting, broken)
+    app = App(container=c)
+
+    async def main():
+        inbox = [{"type": "lifespan.startup"}]
+        sent = []
+
+        async def receive():
+            return inbox.pop(0)
+
+        async def send(msg):
+            sent.append(msg)
+        await app({"type": "lifespan"}, receive, send)
+        return sent
+
+    (msg,) = run(main())
+    assert msg["type"] == "lifespan.startup.failed" and "no database" in msg["message"]
