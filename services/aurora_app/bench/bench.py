@@ -90,6 +90,19 @@ def wrk(cpu, port, path, duration, conns):
     return {"rps": rps, "p99": p99, "errors": errors.group(0) if errors else ""}
 
 
+def scrape_gc(port):
+    """(GC bytes allocated by the workers, requests counted by the histogram)."""
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n")
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    text = data.decode()
+    gc = int(re.search(r"^aurora_gc_allocated_bytes_total\S* (\d+)", text, re.M).group(1))
+    count = sum(int(m) for m in re.findall(r"^http_server_request_duration_seconds_count\S* (\d+)", text, re.M))
+    return gc, count
+
+
 def constant_rate(load_bin, cpu, port, rate, duration, conns, out):
     subprocess.run(["taskset", "-c", str(cpu), load_bin, "-t1", f"-c{conns}", f"-d{duration}s",
                     "--warmup", "2s", "-R", str(int(rate)), "--json", out,
@@ -116,6 +129,7 @@ def main():
     args = ap.parse_args()
 
     results = {}
+    gc_checks = []  # (requests, GC bytes allocated meanwhile) per measured aurora run
     with tempfile.TemporaryDirectory() as tmp:
         for rnd in range(args.rounds):
             for name in ("nginx", "aurora"):
@@ -126,7 +140,12 @@ def main():
                 try:
                     for path in ("/plaintext", "/json"):
                         wrk(args.load_cpu, port, path, 2, args.connections)  # warm-up
+                        if name == "aurora":
+                            gc0, n0 = scrape_gc(port)
                         r = wrk(args.load_cpu, port, path, args.duration, args.connections)
+                        if name == "aurora":
+                            gc1, n1 = scrape_gc(port)
+                            gc_checks.append((n1 - n0, gc1 - gc0))
                         key = f"{name} {path}"
                         print(f"round {rnd + 1}: {key:18s} {r['rps']:>10.0f} req/s  p99 {r['p99']} {r['errors']}",
                               flush=True)
@@ -165,6 +184,9 @@ def main():
         print(f"| {path} | {n:.0f} | {a:.0f} | {a / n:.2f} |")
     a_json, a_plain = results["aurora /json"]["rps"], results["aurora /plaintext"]["rps"]
     print(f"aurora /json vs /plaintext: {a_json / a_plain:.3f}")
+    total = sum(n for n, _ in gc_checks)
+    print(f"aurora GC allocated bytes during the measured runs (after warm-up): "
+          f"{sum(b for _, b in gc_checks)} over {total} requests")
     if args.perfkit_load:
         n, a = results["nginx @75%"], results["aurora @75%"]
         print(f"constant rate {0.75 * results['nginx /plaintext']['rps']:.0f} req/s (75% of nginx max), "
