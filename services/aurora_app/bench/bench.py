@@ -8,8 +8,11 @@ Each server runs with one worker pinned to --server-cpu; wrk (one thread) is
 pinned to --load-cpu. nginx answers /plaintext and /json with `return 200 "..."`
 from its config (its faster setup) with access logging off. Runs alternate
 between servers (--rounds) and the best round of each is reported, as
-req/s and as a ratio to nginx in the same run. Benchmarks are not tests: the
-absolute figures depend on the machine and whatever else is running on it.
+req/s and as a ratio to nginx in the same run, with the server's CPU time per
+request (user + system, from /proc; less sensitive than req/s to other load on
+the machine). Benchmarks are not tests: the absolute figures depend on the
+machine and whatever else is running on it. aurora's GC allocation counter is
+read before and after every measured run and the difference is reported.
 
 With --perfkit-load (the project's constant-rate load engine), both servers are
 then driven at a constant 75% of nginx's best /plaintext rate and the corrected
@@ -90,6 +93,25 @@ def wrk(cpu, port, path, duration, conns):
     return {"rps": rps, "p99": p99, "errors": errors.group(0) if errors else ""}
 
 
+def tree_cpu_seconds(pid):
+    """CPU time (user + system) of a process and its children (nginx's worker)."""
+    pids = [pid]
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            pids += [int(x) for x in f.read().split()]
+    except OSError:
+        pass
+    total = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except OSError:
+            pass
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def scrape_gc(port):
     """(GC bytes allocated by the workers, requests counted by the histogram)."""
     with socket.create_connection(("127.0.0.1", port)) as s:
@@ -142,13 +164,16 @@ def main():
                         wrk(args.load_cpu, port, path, 2, args.connections)  # warm-up
                         if name == "aurora":
                             gc0, n0 = scrape_gc(port)
+                        cpu0 = tree_cpu_seconds(proc.pid)
                         r = wrk(args.load_cpu, port, path, args.duration, args.connections)
+                        cpu = tree_cpu_seconds(proc.pid) - cpu0
+                        r["cpu_us_per_req"] = cpu * 1e6 / max(1.0, r["rps"] * args.duration)
                         if name == "aurora":
                             gc1, n1 = scrape_gc(port)
                             gc_checks.append((n1 - n0, gc1 - gc0))
                         key = f"{name} {path}"
-                        print(f"round {rnd + 1}: {key:18s} {r['rps']:>10.0f} req/s  p99 {r['p99']} {r['errors']}",
-                              flush=True)
+                        print(f"round {rnd + 1}: {key:18s} {r['rps']:>10.0f} req/s  p99 {r['p99']}  "
+                              f"server CPU {r['cpu_us_per_req']:.1f} us/req {r['errors']}", flush=True)
                         if key not in results or r["rps"] > results[key]["rps"]:
                             results[key] = r
                 finally:
@@ -177,11 +202,12 @@ def main():
     print()
     print(f"best of {args.rounds} rounds, wrk -t1 -c{args.connections} -d{args.duration}s, "
           f"server on CPU {args.server_cpu}, wrk on CPU {args.load_cpu}")
-    print("| endpoint | nginx req/s | aurora req/s | aurora / nginx |")
-    print("|---|---:|---:|---:|")
+    print("| endpoint | nginx req/s | aurora req/s | aurora / nginx | nginx CPU µs/req | aurora CPU µs/req |")
+    print("|---|---:|---:|---:|---:|---:|")
     for path in ("/plaintext", "/json"):
-        n, a = results[f"nginx {path}"]["rps"], results[f"aurora {path}"]["rps"]
-        print(f"| {path} | {n:.0f} | {a:.0f} | {a / n:.2f} |")
+        n, a = results[f"nginx {path}"], results[f"aurora {path}"]
+        print(f"| {path} | {n['rps']:.0f} | {a['rps']:.0f} | {a['rps'] / n['rps']:.2f} "
+              f"| {n['cpu_us_per_req']:.1f} | {a['cpu_us_per_req']:.1f} |")
     a_json, a_plain = results["aurora /json"]["rps"], results["aurora /plaintext"]["rps"]
     print(f"aurora /json vs /plaintext: {a_json / a_plain:.3f}")
     total = sum(n for n, _ in gc_checks)
