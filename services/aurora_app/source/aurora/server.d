@@ -250,16 +250,13 @@ private:
             }
             c.fd = fd;
             c.lastActivityMs = nowMs;
+            atomicOp!"+="(metrics.accepted, 1);
+            atomicOp!"+="(metrics.connections, 1);
             epoll_event ev;
             ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
             ev.data.ptr = c;
             if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
-            {
                 closeConn(c);
-                continue;
-            }
-            atomicOp!"+="(metrics.accepted, 1);
-            atomicOp!"+="(metrics.connections, 1);
         }
     }
 
@@ -319,6 +316,8 @@ private:
 
     void onEvent(Connection* c, uint ev)
     {
+        if (c.fd < 0)
+            return; // closed earlier in this batch of events (e.g. by shutdown)
         if (ev & EPOLLERR)
         {
             closeConn(c);
