@@ -188,3 +188,40 @@ def test_out_of_descriptors_does_not_spin(aurora_bin):
             assert srv.stop() == 0
         else:
             proc.kill()
+
+
+def test_sigterm_under_traffic_exits_cleanly(make_server):
+    import threading
+
+    srv = make_server(workers=2)
+    idle = [srv.connect() for _ in range(50)]
+    stop = threading.Event()
+    served = [0]
+
+    def pump():
+        while not stop.is_set():
+            try:
+                with srv.connect(timeout=2) as s:
+                    rd = Reader(s)
+                    for _ in range(20):
+                        s.sendall(get("/json") * 5)
+                        for _ in range(5):
+                            rd.read_response()
+                            served[0] += 1
+            except (OSError, EOFError):
+                pass  # refused or closed once shutdown starts
+
+    threads = [threading.Thread(target=pump) for _ in range(3)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(0.5)
+        srv.proc.send_signal(signal.SIGTERM)
+        assert srv.proc.wait(15) == 0
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(10)
+        for s in idle:
+            s.close()
+    assert served[0] > 100
