@@ -23,7 +23,7 @@ pub struct Args {
     #[arg(short = 'd', long = "duration", default_value = "10s")]
     pub duration: String,
     /// Constant throughput in requests/s over all connections
-    #[arg(short = 'R', long = "rate")]
+    #[arg(short = 'R', long = "rate", allow_negative_numbers = true)]
     pub rate: Option<f64>,
     /// Closed loop: send as fast as possible (one request in flight per connection)
     #[arg(long = "max")]

@@ -1,0 +1,90 @@
+//! Bad flags, malformed URLs and unreachable targets: a clear message, a non-zero exit, no load.
+
+mod common;
+
+use common::{closed_port, http_server, HttpOpts};
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    let mut argv = vec!["perfkit-load"];
+    argv.extend_from_slice(args);
+    let code = perfkit_load::cli::main_with(argv, &mut out, &mut err);
+    (code, String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
+}
+
+#[test]
+fn bad_flags_exit_non_zero_with_a_message_and_send_nothing() {
+    let _serial = common::serial();
+    let server = http_server(HttpOpts::default());
+    let url = server.url("http", "/");
+    let ws_url = server.url("ws", "/");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec![&url], "a rate is required"),
+        (vec!["-R", "10", "--max", &url], "not both"),
+        (vec!["-R", "0", &url], "positive"),
+        (vec!["-R", "-5", &url], "positive"),
+        (vec!["-R", "abc", &url], "invalid value 'abc'"),
+        (vec!["-R", "10", "-t", "4", "-c", "2", &url], "must be >= threads"),
+        (vec!["-R", "10", "-t", "0", &url], "at least 1"),
+        (vec!["-R", "10", "-d", "ten", &url], "invalid duration"),
+        (vec!["-R", "10", "-d", "0s", &url], "must be > 0"),
+        (vec!["-R", "10", "-d", "5x", &url], "invalid duration unit"),
+        (vec!["-R", "10", "--timeout", "0", &url], "timeout must be > 0"),
+        (vec!["-R", "10", "-H", "NoColon", &url], "invalid header"),
+        (vec!["-R", "10", "-H", "Bad Name: x", &url], "invalid header"),
+        (vec!["-R", "10", "--method", "GE T", &url], "invalid HTTP method"),
+        (vec!["-R", "10", "--body", "@/nonexistent/file", &url], "cannot read the body file"),
+        (vec!["-R", "10", "--metrics-addr", "nope", &url], "invalid --metrics-addr"),
+        (vec!["-R", "10", "not a url"], "invalid URL"),
+        (vec!["-R", "10", "http://"], "invalid URL"),
+        (vec!["-R", "10", "ftp://x/"], "unsupported URL scheme"),
+        (vec!["-R", "10", "https://x/"], "TLS is not supported"),
+        (vec!["-R", "10", &ws_url], "needs --ws"),
+        (vec!["-R", "10", "--ws", &url], "--ws needs a ws:// URL"),
+        (vec!["-R", "10", "--ws", "--body", "[1]", &ws_url], "template must be a JSON object"),
+        (vec!["-R", "10", "--json", "/nonexistent/dir/x.json", &url], "cannot write"),
+        (vec!["-R", "10", "--bogus", &url], "unexpected argument '--bogus'"),
+        (vec![], "required"),
+    ];
+    for (args, needle) in cases {
+        let (code, _out, err) = run(&args);
+        assert_eq!(code, 2, "{args:?} should exit 2, stderr: {err}");
+        assert!(err.contains(needle), "{args:?}: expected {needle:?} in stderr: {err}");
+    }
+    assert_eq!(server.accepted(), 0, "no connection was opened for bad flags");
+}
+
+#[test]
+fn unreachable_and_unresolvable_targets_fail_before_load() {
+    let _serial = common::serial();
+    let port = closed_port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let (code, _out, err) = run(&["-R", "100", "-d", "1s", &url]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("cannot connect to") && err.contains("refused"), "{err}");
+
+    let (code, _out, err) = run(&["-R", "100", "-d", "1s", "http://no-such-host.invalid/"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("cannot resolve no-such-host.invalid"), "{err}");
+
+    // A host that accepts TCP but does not speak WebSocket.
+    let server = http_server(HttpOpts::default());
+    let (code, _out, err) = run(&["-R", "100", "-d", "1s", "-t1", "-c3", "--ws", &server.url("ws", "/")]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("cannot connect to"), "{err}");
+    assert_eq!(server.requests(), 3, "only the 3 handshake requests, no load");
+}
+
+#[test]
+fn help_and_version_exit_zero() {
+    let _serial = common::serial();
+    let (code, out, _) = run(&["--help"]);
+    assert_eq!(code, 0);
+    for flag in ["--rate", "--latency", "--u_latency", "--timeout", "--warmup", "--max", "--json", "--metrics-addr", "--ws"] {
+        assert!(out.contains(flag), "help lists {flag}");
+    }
+    let (code, out, _) = run(&["--version"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("perfkit-load "));
+}
