@@ -73,6 +73,13 @@ def main() -> int:
     cmd = ["taskset", "-c", str(args.cpu), nginx, "-c", conf, "-p", root]
     proc = subprocess.Popen(cmd)
     print(f"nginx pid {proc.pid} on 127.0.0.1:{args.port}, cpu {args.cpu}", flush=True)
+
+    def stop(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    # background jobs of a script ignore SIGINT/SIGQUIT: stop on SIGTERM too
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     try:
         return proc.wait()
     except KeyboardInterrupt:

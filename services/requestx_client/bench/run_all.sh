@@ -14,7 +14,7 @@ export PYTHONPATH=.
 
 python3 bench/nginx.py --port "$PORT" --cpu 1 >/dev/null &
 NGINX=$!
-trap 'kill -QUIT $NGINX 2>/dev/null || true; wait $NGINX 2>/dev/null || true' EXIT
+trap 'kill -TERM $NGINX 2>/dev/null || true; wait $NGINX 2>/dev/null || true' EXIT
 for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.1; done
 
 url="http://127.0.0.1:$PORT"
