@@ -123,6 +123,9 @@ class AsyncClient(ClientBase):
             pending.cancel()
             bridge.futures.pop(rid, None)
             raise
+        except exc.RequestException as e:
+            e.request = prep
+            raise
         resp = Response(native, prep, datetime.timedelta(seconds=perf_counter() - t0))
         if set_cookies := native.header_all("set-cookie"):
             self.cookies.extract(set_cookies, resp.url)

@@ -78,8 +78,12 @@ class Session(ClientBase):
     def _send(self, prep: PreparedRequest, opts: tuple[Any, ...], stream: bool) -> Response:
         connect, read, total, verify, plist = opts
         t0 = perf_counter()
-        native = self._native.request(prep.method, prep.url, list(prep.headers._store.values()),
-                                      prep.body, connect, read, total, verify, plist, stream)
+        try:
+            native = self._native.request(prep.method, prep.url, list(prep.headers._store.values()),
+                                          prep.body, connect, read, total, verify, plist, stream)
+        except exc.RequestException as e:
+            e.request = prep
+            raise
         resp = Response(native, prep, datetime.timedelta(seconds=perf_counter() - t0))
         if self._keep_cookies and (set_cookies := native.header_all("set-cookie")):
             self.cookies.extract(set_cookies, resp.url)

@@ -67,6 +67,7 @@ def test_connection_refused(refused_url):
     with pytest.raises(exc.ConnectionError) as e:
         requests.get(refused_url, timeout=5)
     assert type(e.value) is exc.ConnectionError
+    assert e.value.request.url == refused_url and e.value.request.method == "GET"
     assert time.monotonic() - t0 < 1
 
 
