@@ -85,7 +85,7 @@ def wrk(port: int, path: str, duration: float, connections: int, cpu: str) -> di
 def run_target(name, cmd, a) -> dict:
     port = free_port()
     env = os.environ.copy()
-    env["PYTHONPATH"] = os.pathsep.join([ROOT, PEERS] + [p for p in sys.path if p])
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "src"), PEERS] + [p for p in sys.path if p])
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     proc = subprocess.Popen(["taskset", "-c", a.server_cpu] + cmd + ["--port", str(port)], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)

@@ -3,5 +3,6 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+for p in (os.path.join(ROOT, "src"), HERE):  # the package root and this folder (server_util)
+    if p not in sys.path:
+        sys.path.insert(0, p)

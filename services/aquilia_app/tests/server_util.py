@@ -9,11 +9,12 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SRC = os.path.join(ROOT, "src")
 
 
 def child_env(extra=None):
     env = os.environ.copy()
-    env["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in sys.path if p])
+    env["PYTHONPATH"] = os.pathsep.join([SRC] + [p for p in sys.path if p])
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     env.pop("AQUILIA_APP_DB", None)
     if extra:

@@ -20,7 +20,7 @@ HTML_ROWS = [{"id": i, "message": m} for i, m in enumerate(
      "less is more", "make it work, make it right, make it fast", "ship it"], start=1)]
 
 _HTML_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                         "aquilia_app", "html")
+                         "src", "aquilia_app", "html")
 _env = jinja2.Environment(loader=jinja2.FileSystemLoader(_HTML_DIR), autoescape=True, auto_reload=False)
 PAGE = _env.get_template("page.html")
 
