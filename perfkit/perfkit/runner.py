@@ -46,10 +46,6 @@ class Settings:
     work_dir: str = ""
 
 
-class Interrupted(Exception):
-    """Raised through the runner on Ctrl-C after what was measured is kept."""
-
-
 def version_of(v: Version, bins: dict, values: dict) -> str:
     try:
         if v.text:
