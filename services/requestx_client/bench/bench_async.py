@@ -35,6 +35,13 @@ async def run(client: str, url: str, n: int, conc: int) -> float:
         async def one() -> None:
             (await c.get(url)).content
         close = c.aclose
+    elif client == "requestx":  # the original Rust client (httpx-style API)
+        import requestx
+        c = requestx.AsyncClient()
+
+        async def one() -> None:
+            (await c.get(url)).content
+        close = c.aclose
     else:
         raise SystemExit(f"unknown client {client}")
 

@@ -31,7 +31,7 @@ def make(client: str, base: str, scenario: str) -> Callable[[], Any]:
     post = body is not None
     want_json = scenario == "json1m"
 
-    if client in ("requestx_client", "requests", "niquests", "requestx"):
+    if client in ("requestx_client", "requests", "niquests"):
         mod = __import__(client)
         s = mod.Session()
         if post:
@@ -39,9 +39,8 @@ def make(client: str, base: str, scenario: str) -> Callable[[], Any]:
         if want_json:
             return lambda: s.get(url).json()
         return lambda: s.get(url).content
-    if client == "httpx":
-        import httpx
-        c = httpx.Client()
+    if client in ("httpx", "requestx"):  # the original requestx has an httpx-style API
+        c = __import__(client).Client()
         if post:
             return lambda: c.post(url, json=body).content
         if want_json:

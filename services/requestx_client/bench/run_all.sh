@@ -33,3 +33,4 @@ for c in requestx_client aiohttp httpx; do
     taskset -c 0 "$RX_PY" bench/bench_async.py --url "$url/" --client $c --concurrency 64 --n "$N" || true
     taskset -c 0 "$RX_PY" bench/bench_async.py --url "$url/" --client $c --concurrency 64 --n "$N" --uvloop || true
 done
+taskset -c 0 "$PEER_PY" bench/bench_async.py --url "$url/" --client requestx --concurrency 64 --n "$N" || true
