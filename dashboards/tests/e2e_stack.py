@@ -43,7 +43,7 @@ def _python_env() -> dict:
     env = dict(os.environ)
     # Outside Bazel (plain pytest from the repo root) make the service packages importable.
     repo = PROM_DIR.parent.parent
-    extra = [str(repo / "services" / "aquilia_app"), str(repo / "services" / "rpc_app")]
+    extra = [str(repo / "services" / "aquilia_app" / "src"), str(repo / "services" / "rpc_app")]
     env["PYTHONPATH"] = os.pathsep.join([p for p in [env.get("PYTHONPATH")] if p] + extra)
     return env
 
