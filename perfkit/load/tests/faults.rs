@@ -78,6 +78,20 @@ fn chunked_and_error_statuses() {
 }
 
 #[test]
+fn body_until_close_reconnects_without_errors() {
+    let _serial = common::serial();
+    let server = http_server(HttpOpts { until_close: true, ..Default::default() });
+    let cfg = http_config(&server.url("http", "/"), Some(200.0), 1, 2, 1.0);
+    let out = perfkit_load::run(&cfg).expect("run");
+    let r = &out.result;
+    assert_eq!(r.errors, 0, "{:?}", r.outcomes);
+    assert!((198..=202).contains(&r.outcomes["2xx"]), "{:?}", r.outcomes);
+    assert_eq!(r.bytes_read, r.requests * 49, "head (37 bytes) + body (12) per response");
+    // Each response closed its connection: one new connection per request.
+    assert!(server.accepted() as u64 >= r.requests);
+}
+
+#[test]
 fn closed_loop_keeps_one_request_in_flight_per_connection() {
     let _serial = common::serial();
     let server = http_server(HttpOpts::default());

@@ -23,6 +23,8 @@ pub struct HttpOpts {
     pub drop_every: Option<u64>,
     /// Status code to answer with (default 200).
     pub status: Option<u16>,
+    /// Answer without Content-Length and close the connection (body delimited by the close).
+    pub until_close: bool,
 }
 
 #[derive(Default)]
@@ -158,6 +160,10 @@ async fn serve_http(mut sock: TcpStream, stats: Arc<Stats>, opts: HttpOpts) {
         }
         let status = opts.status.unwrap_or(200);
         out.clear();
+        if opts.until_close {
+            let _ = sock.write_all(format!("HTTP/1.1 {status} X\r\nConnection: close\r\n\r\nhello, world").as_bytes()).await;
+            return;
+        }
         if opts.chunked {
             out.extend_from_slice(
                 format!("HTTP/1.1 {status} X\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\nX-Trailer: 1\r\n\r\n")
