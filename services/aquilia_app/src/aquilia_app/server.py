@@ -49,7 +49,7 @@ def _prepare_env(a: argparse.Namespace) -> None:
     if a.max_body is not None:
         os.environ["AQUILIA_APP_MAX_BODY"] = str(a.max_body)
     if a.db:
-        os.environ["AQUILIA_APP_DB"] = a.db
+        os.environ["AQUILIA_APP_DB"] = os.path.abspath(a.db)
     elif not os.environ.get("AQUILIA_APP_DB"):
         d = tempfile.mkdtemp(prefix="aquilia_app_db_")
         atexit.register(shutil.rmtree, d, True)
@@ -98,6 +98,12 @@ def serve_granian(a: argparse.Namespace) -> None:
         s.bind((a.host, a.port))
         port = s.getsockname()[1]
     _announce(a.host, port)
+    # granian turns "module:attr" into a dotted name by walking up from the *current directory* while
+    # the parent folders hold an __init__.py (Bazel runfiles have them everywhere) - run it from an
+    # empty directory so the target is imported exactly as given, from sys.path.
+    neutral = tempfile.mkdtemp(prefix="aquilia_app_run_")
+    atexit.register(shutil.rmtree, neutral, True)
+    os.chdir(neutral)
     Granian(a.app, address=a.host, port=port, interface=Interfaces.ASGI, workers=a.workers, loop=Loops.uvloop,
             http=HTTPModes.http1, websockets=False, log_enabled=True, log_level=LogLevels(a.log_level),
             backlog=2048).serve()
