@@ -91,7 +91,8 @@ def _d_test_impl(ctx):
 
     # Unit tests run on every source of the deps too (a library's unittest blocks live in it).
     all_srcs = [f for f in srcs.to_list() if f not in ctx.files.srcs]
-    flags = ["-unittest", "-g", "-checkaction=context"] + ctx.attr.dflags + _import_flags(imports) + [f.path for f in all_srcs]
+    # -allinst: with -checkaction=context LDC 1.30 otherwise leaves some assert-message templates undefined.
+    flags = ["-unittest", "-g", "-checkaction=context", "-allinst"] + ctx.attr.dflags + _import_flags(imports) + [f.path for f in all_srcs]
     if not ctx.attr.has_main:
         flags.append("-main")
     _ldc(ctx, srcs, flags, out, "ldc2 -unittest %s" % ctx.label)
