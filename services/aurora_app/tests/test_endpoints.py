@@ -105,3 +105,66 @@ def test_metrics_exposition(server):
 def test_absolute_form_target(server):
     r = request(server, b"GET http://example.com/hello/abs?q=1 HTTP/1.1\r\nHost: example.com\r\n\r\n")
     assert r.status == 200 and r.body == b"Hello, abs!"
+
+
+def _hotpath_series(body: str) -> dict:
+    """{hotpath: {"count": n, "sum": s, "buckets": [(le, cumulative), ...]}} from the exposition."""
+    out: dict = {}
+    pat = re.compile(r'^perfkit_hotpath_duration_seconds_(bucket|sum|count)'
+                     r'\{service="aurora_app",hotpath="([a-z_]+)"(?:,le="([^"]+)")?\} (\S+)$', re.M)
+    for kind, hp, le, value in pat.findall(body):
+        s = out.setdefault(hp, {"buckets": []})
+        if kind == "bucket":
+            s["buckets"].append((le, int(value)))
+        else:
+            s[kind] = float(value) if kind == "sum" else int(value)
+    return out
+
+
+def test_hotpath_histogram_is_sampled(server):
+    # a fresh server times its first request, then one in 64 (one worker here)
+    n = 130
+    with server.connect() as s:
+        rd = Reader(s)
+        for i in range(n):
+            s.sendall(get("/json" if i % 2 else "/plaintext"))
+            assert rd.read_response().status == 200
+    body = request(server, get("/metrics")).body.decode()
+    h = "perfkit_hotpath_duration_seconds"
+    assert f"# TYPE {h} histogram" in body
+    series = _hotpath_series(body)
+    assert set(series) == {"parse", "handle", "write"}
+    for hp, s in series.items():
+        # requests 1, 65 and 129 were timed; each was its own batch, so 3 writes too
+        assert s["count"] == 3, (hp, s)
+        assert s["sum"] > 0, (hp, s)
+        les = [le for le, _ in s["buckets"]]
+        assert les[0] == "2.5e-05" and les[-2] == "10" and les[-1] == "+Inf" and len(les) == 19
+        counts = [c for _, c in s["buckets"]]
+        assert counts == sorted(counts) and counts[-1] == s["count"]
+    # the request histogram still counts every request
+    lbl = 'service="aurora_app",route="/plaintext",method="GET",status_class="2xx"'
+    assert f"http_server_request_duration_seconds_count{{{lbl}}} {n // 2}" in body
+
+
+def test_hotpath_histogram_counts_pipelined_batches(server):
+    # 63 pipelined requests in one send (one or a few batches) and the /metrics request:
+    # only the first request is timed, and the write of the batch that holds it
+    with server.connect() as s:
+        s.sendall(b"".join(get("/plaintext") for _ in range(63)))
+        rd = Reader(s)
+        for _ in range(63):
+            assert rd.read_response().body == b"Hello, World!"
+    series = _hotpath_series(request(server, get("/metrics")).body.decode())
+    assert series["parse"]["count"] == 1 and series["handle"]["count"] == 1
+    assert series["write"]["count"] == 1
+
+
+def test_hotpath_histogram_exported_before_traffic(server):
+    # the /metrics request itself is the first request, so it is the one timed: its parse and
+    # handle are observed before the exposition is rendered, its write only after
+    series = _hotpath_series(request(server, get("/metrics")).body.decode())
+    assert series["parse"]["count"] == 1 and series["handle"]["count"] == 0
+    assert series["write"]["count"] == 0 and series["write"]["sum"] == 0
+    series = _hotpath_series(request(server, get("/metrics")).body.decode())
+    assert series["handle"]["count"] == 1 and series["write"]["count"] == 1

@@ -6,6 +6,11 @@
  * project conventions: `http_server_request_duration_seconds` with labels
  * service, route (the route template), method and status_class, buckets
  * 25 µs … 10 s. GC counters prove the request path does not allocate.
+ *
+ * `perfkit_hotpath_duration_seconds` (labels service, hotpath) times the three
+ * hot paths of a request — parse, handle (router and handler) and write (the
+ * socket write of the batch) — on a sample: one request in `hotSampleEvery`
+ * per worker, so the timing costs nearly nothing on the other requests.
  */
 module aurora.metrics;
 
@@ -34,6 +39,20 @@ enum nMethods = Method.max + 1;
 enum nClasses = 5;
 immutable string[nClasses] classLabels = ["1xx", "2xx", "3xx", "4xx", "5xx"];
 
+/// The sampled hot paths, in the order of their labels.
+enum Hotpath : ubyte
+{
+    parse,  /// parsing a request (the call of the parser that completes it)
+    handle, /// router + handler writing the response into the output buffer
+    write,  /// the socket write of the batch that holds a sampled response
+}
+enum nHotpaths = Hotpath.max + 1;
+immutable string[nHotpaths] hotpathLabels = ["parse", "handle", "write"];
+/// One request in this many is timed per worker (a power of two).
+enum uint hotSampleEvery = 64;
+static assert((hotSampleEvery & (hotSampleEvery - 1)) == 0);
+private enum hotSampleEveryText = () { import std.conv : to; return hotSampleEvery.to!string; }();
+
 struct Series
 {
     ulong[nBuckets + 1] buckets; // per bucket (not cumulative); last = +Inf
@@ -45,6 +64,7 @@ struct Series
 struct WorkerMetrics
 {
     Series* series;          // [route][method][class]
+    Series[nHotpaths] hot;   // perfkit_hotpath_duration_seconds, by Hotpath
     shared ulong gcAllocated; // GC.allocatedInCurrentThread of the worker
     shared long connections;
     shared long bufferBytes;
@@ -81,7 +101,17 @@ void observe(WorkerMetrics* w, size_t route, Method method, int status, ulong ns
     int cls = status / 100 - 1;
     if (cls < 0 || cls >= nClasses)
         cls = 4;
-    auto s = &w.series[(route * nMethods + method) * nClasses + cls];
+    record(&w.series[(route * nMethods + method) * nClasses + cls], ns);
+}
+
+/// Record one timed call of a hot path (the caller does the sampling).
+void observeHot(WorkerMetrics* w, Hotpath p, ulong ns)
+{
+    record(&w.hot[p], ns);
+}
+
+private void record(Series* s, ulong ns)
+{
     size_t b = 0;
     while (b < nBuckets && ns > bucketBoundsNs[b])
         b++;
@@ -124,6 +154,47 @@ private void putSeconds(ref Response r, ulong ns)
     r.put(frac[]);
 }
 
+private void addInto(ref Series sum, ref const Series s)
+{
+    if (s.count == 0)
+        return;
+    foreach (b; 0 .. nBuckets + 1)
+        sum.buckets[b] += s.buckets[b];
+    sum.count += s.count;
+    sum.sumNs += s.sumNs;
+}
+
+/// The `_bucket` (cumulative), `_sum` and `_count` lines of one series;
+/// `labels(r)` writes `{name="value",...` without the closing brace.
+private void putSeries(alias labels)(ref Response r, string name, ref const Series s)
+{
+    ulong cum = 0;
+    foreach (b; 0 .. nBuckets + 1)
+    {
+        cum += s.buckets[b];
+        r.put(name);
+        r.put("_bucket");
+        labels(r);
+        r.put(`,le="`);
+        r.put(b < nBuckets ? bucketLabels[b] : "+Inf");
+        r.put(`"} `);
+        r.putUint(cum);
+        r.putChar('\n');
+    }
+    r.put(name);
+    r.put("_sum");
+    labels(r);
+    r.put("} ");
+    putSeconds(r, s.sumNs);
+    r.putChar('\n');
+    r.put(name);
+    r.put("_count");
+    labels(r);
+    r.put("} ");
+    r.putUint(s.count);
+    r.putChar('\n');
+}
+
 /// Write the whole exposition into `r` (a streamed response).
 void renderMetrics(ref Response r)
 {
@@ -136,40 +207,28 @@ void renderMetrics(ref Response r)
             {
                 Series sum;
                 foreach (w; workerMetrics)
-                {
-                    const s = &w.series[(route * nMethods + m) * nClasses + c];
-                    if (s.count == 0)
-                        continue;
-                    foreach (b; 0 .. nBuckets + 1)
-                        sum.buckets[b] += s.buckets[b];
-                    sum.count += s.count;
-                    sum.sumNs += s.sumNs;
-                }
+                    addInto(sum, w.series[(route * nMethods + m) * nClasses + c]);
                 if (sum.count == 0)
                     continue;
-                ulong cum = 0;
-                foreach (b; 0 .. nBuckets + 1)
-                {
-                    cum += sum.buckets[b];
-                    r.put(h ~ "_bucket");
-                    putLabels(r, route, m, c);
-                    r.put(`,le="`);
-                    r.put(b < nBuckets ? bucketLabels[b] : "+Inf");
-                    r.put(`"} `);
-                    r.putUint(cum);
-                    r.putChar('\n');
-                }
-                r.put(h ~ "_sum");
-                putLabels(r, route, m, c);
-                r.put("} ");
-                putSeconds(r, sum.sumNs);
-                r.putChar('\n');
-                r.put(h ~ "_count");
-                putLabels(r, route, m, c);
-                r.put("} ");
-                r.putUint(sum.count);
-                r.putChar('\n');
+                putSeries!((ref Response o) => putLabels(o, route, m, c))(r, h, sum);
             }
+
+    enum hp = "perfkit_hotpath_duration_seconds";
+    r.put("# HELP " ~ hp ~ " Time of a request's hot paths: parse, handle (router and handler),"
+        ~ " write (the socket write of the batch); one request in " ~ hotSampleEveryText ~ " per worker is timed.\n");
+    r.put("# TYPE " ~ hp ~ " histogram\n");
+    foreach (p; 0 .. nHotpaths)
+    {
+        // every hot path is exported, at 0 until its first sample
+        Series sum;
+        foreach (w; workerMetrics)
+            addInto(sum, w.hot[p]);
+        putSeries!((ref Response o) {
+            o.put(`{service="` ~ serviceName ~ `",hotpath="`);
+            o.put(hotpathLabels[p]);
+            o.put(`"`);
+        })(r, hp, sum);
+    }
 
     ulong gc, accepted, rejected;
     long conns, bufBytes;
@@ -232,4 +291,71 @@ unittest
     assert(s.canFind(`route="/b/:id",method="POST",status_class="5xx"`));
     assert(!s.canFind(`method="PUT"`));
     assert(s.canFind("aurora_gc_allocated_bytes_total{service=\"aurora_app\"} "));
+}
+
+unittest
+{
+    // the hot-path histogram: every hot path exported, summed over workers
+    initMetrics(["/a"], 3);
+    observeHot(workerMetrics[0], Hotpath.parse, 1_000);        // 1 µs: first bucket
+    observeHot(workerMetrics[2], Hotpath.parse, 30_000);       // 30 µs: le=5e-05
+    observeHot(workerMetrics[1], Hotpath.handle, 25_000);      // on a bound: le=2.5e-05
+    observeHot(workerMetrics[1], Hotpath.write, 11_000_000_000); // over 10 s: +Inf only
+    Buffer b;
+    scope (exit) b.release();
+    auto r = Response(&b, false, true);
+    r.begin(200, "text/plain");
+    renderMetrics(r);
+    r.finish();
+    import std.algorithm.searching : canFind, count;
+    const s = cast(const(char)[]) b.data;
+    enum hp = "perfkit_hotpath_duration_seconds";
+    enum parse = `{service="aurora_app",hotpath="parse"`;
+    enum handle = `{service="aurora_app",hotpath="handle"`;
+    enum write = `{service="aurora_app",hotpath="write"`;
+    assert(s.canFind("# TYPE " ~ hp ~ " histogram\n"));
+    assert(s.canFind("# HELP " ~ hp ~ " "));
+    assert(s.canFind(" one request in 64 per worker is timed.\n"));
+    assert(s.canFind(hp ~ "_bucket" ~ parse ~ `,le="2.5e-05"} 1` ~ "\n"));
+    assert(s.canFind(hp ~ "_bucket" ~ parse ~ `,le="5e-05"} 2` ~ "\n"));
+    assert(s.canFind(hp ~ "_bucket" ~ parse ~ `,le="+Inf"} 2` ~ "\n"));
+    assert(s.canFind(hp ~ "_sum" ~ parse ~ "} 0.000031000\n"));
+    assert(s.canFind(hp ~ "_count" ~ parse ~ "} 2\n"));
+    assert(s.canFind(hp ~ "_bucket" ~ handle ~ `,le="2.5e-05"} 1` ~ "\n"));
+    assert(s.canFind(hp ~ "_count" ~ handle ~ "} 1\n"));
+    assert(s.canFind(hp ~ "_bucket" ~ write ~ `,le="10"} 0` ~ "\n"));
+    assert(s.canFind(hp ~ "_bucket" ~ write ~ `,le="+Inf"} 1` ~ "\n"));
+    assert(s.canFind(hp ~ "_sum" ~ write ~ "} 11.000000000\n"));
+    assert(s.canFind(hp ~ "_count" ~ write ~ "} 1\n"));
+    // 19 buckets + sum + count per hot path, no other label sets
+    assert(s.count(hp ~ "_bucket{") == 3 * (nBuckets + 1));
+    assert(s.count(hp ~ "_count{") == 3);
+    // the request histogram (no requests here: no series) comes first, the other metrics follow
+    import std.string : indexOf;
+    assert(s.count("http_server_request_duration_seconds_count{") == 0);
+    assert(s.indexOf("# TYPE http_server_request_duration_seconds histogram")
+        < s.indexOf("# TYPE " ~ hp ~ " histogram"));
+    assert(s.indexOf("# TYPE " ~ hp ~ " histogram") < s.indexOf("# TYPE aurora_gc_allocated_bytes_total"));
+    assert(s.canFind("aurora_workers{service=\"aurora_app\"} 3\n"));
+}
+
+unittest
+{
+    // before any sample, the three hot paths are exported at 0
+    initMetrics(["/a"], 1);
+    Buffer b;
+    scope (exit) b.release();
+    auto r = Response(&b, false, true);
+    r.begin(200, "text/plain");
+    renderMetrics(r);
+    r.finish();
+    import std.algorithm.searching : canFind;
+    const s = cast(const(char)[]) b.data;
+    foreach (p; ["parse", "handle", "write"])
+    {
+        const l = `{service="aurora_app",hotpath="` ~ p ~ `"`;
+        assert(s.canFind("perfkit_hotpath_duration_seconds_bucket" ~ l ~ `,le="+Inf"} 0` ~ "\n"));
+        assert(s.canFind("perfkit_hotpath_duration_seconds_sum" ~ l ~ "} 0.000000000\n"));
+        assert(s.canFind("perfkit_hotpath_duration_seconds_count" ~ l ~ "} 0\n"));
+    }
 }

@@ -16,6 +16,7 @@ import core.atomic;
 import core.stdc.errno;
 import core.stdc.stdlib : calloc, free, realloc;
 import core.stdc.string : memmove;
+import core.time : MonoTime;
 import core.sys.linux.epoll;
 import core.sys.linux.sys.eventfd : eventfd, EFD_NONBLOCK, EFD_CLOEXEC;
 import core.sys.linux.time : clock_gettime, timespec, CLOCK_MONOTONIC, CLOCK_MONOTONIC_COARSE;
@@ -97,6 +98,12 @@ ulong monoNs() @nogc nothrow
     return ts.tv_sec * 1_000_000_000UL + ts.tv_nsec;
 }
 
+/// Nanoseconds since `t0` (hot-path timing).
+private ulong nsSince(MonoTime t0) @nogc nothrow
+{
+    return cast(ulong)(MonoTime.currTime - t0).total!"nsecs";
+}
+
 /// Publish the calling worker's GC allocation counter (used by /metrics).
 void publishGcCounter() @nogc nothrow
 {
@@ -125,6 +132,8 @@ struct Worker
     Buffer scratchIn;   // shared input buffer: requests that arrive whole never touch the connection's
     Buffer scratchOut;  // shared output buffer: written out before the worker moves on
     long nowMs;
+    uint hotTick;       // requests parsed; every hotSampleEvery-th is timed (the first one too)
+    bool hotWrite;      // the batch being built holds a timed request: time its write
     bool shuttingDown;
     bool listenerPaused;
     long drainDeadlineMs;
@@ -397,6 +406,7 @@ private:
                 else
                 {
                     scratchOut.len = 0;
+                    hotWrite = false;
                     closeConn(c);
                     return;
                 }
@@ -432,8 +442,22 @@ private:
             if (start == inb.len)
                 break;
             size_t len = inb.len - start;
+            // hot-path sample: this request is timed (parse, handle, the batch's write)
+            const timed = (hotTick & (hotSampleEvery - 1)) == 0;
+            MonoTime t0;
+            if (timed)
+                t0 = MonoTime.currTime;
             const st = c.parser.parse(inb.ptr + start, len, req);
             inb.len = start + len; // chunked decoding may have squeezed the tail
+            if (st != ParseStatus.needMore)
+            {
+                hotTick++;
+                if (timed)
+                {
+                    observeHot(metrics, Hotpath.parse, nsSince(t0));
+                    hotWrite = true;
+                }
+            }
             if (st == ParseStatus.needMore)
             {
                 if (c.parser.expectContinue && !c.sentContinue)
@@ -449,7 +473,7 @@ private:
                 done = inb.len; // the rest of the input is not looked at
                 break;
             }
-            dispatch(c, outb);
+            dispatch(c, outb, timed);
             done = start + c.parser.consumed;
             c.parser.reset();
             c.sentContinue = false;
@@ -492,7 +516,7 @@ private:
         }
     }
 
-    void dispatch(Connection* c, Buffer* outb)
+    void dispatch(Connection* c, Buffer* outb, bool timed)
     {
         const t0 = monoNs();
         auto res = Response(outb, req.method == Method.HEAD, req.keepAlive && !shuttingDown);
@@ -513,7 +537,10 @@ private:
             else
                 res.send(404, "text/plain", "not found\n");
         }
-        observe(metrics, label, req.method, res.status, monoNs() - t0);
+        const ns = monoNs() - t0;
+        observe(metrics, label, req.method, res.status, ns);
+        if (timed) // the same interval: router + handler building the response
+            observeHot(metrics, Hotpath.handle, ns);
     }
 
     /// Answer with an error and close after the write; the input is dropped.
@@ -534,6 +561,43 @@ private:
     /// the socket does not take now moves to the connection's own buffer.
     bool flush(Connection* c)
     {
+        const timed = hotWrite;
+        hotWrite = false;
+        MonoTime t0;
+        if (timed)
+            t0 = MonoTime.currTime;
+        const w = writeBatch(c);
+        if (timed && w != WriteResult.closed)
+            observeHot(metrics, Hotpath.write, nsSince(t0));
+        if (w == WriteResult.closed)
+            return false;
+        if (w == WriteResult.blocked)
+            return true;
+        c.writeBlocked = false;
+        if (c.closeAfterWrite && !c.lingering)
+        {
+            // half-close, then read until the peer's FIN so our response is
+            // not destroyed by a reset caused by unread request bytes
+            shutdown(c.fd, SHUT_WR);
+            c.lingering = true;
+            c.lingerUntilMs = nowMs + cfg.lingerMs;
+            drainLinger(c);
+            return c.fd >= 0;
+        }
+        if (!c.inRequest)
+        {
+            c.rbuf.shrink(keepBuffer);
+            c.wbuf.shrink(keepBuffer);
+        }
+        return true;
+    }
+
+    enum WriteResult { done, blocked, closed }
+
+    /// The socket writes of a batch: the shared output buffer, or what the
+    /// connection's own buffer still holds.
+    WriteResult writeBatch(Connection* c)
+    {
         if (c.wbuf.len == 0)
         {
             // the common case: the batch is in the shared buffer
@@ -542,7 +606,7 @@ private:
                 scratchOut.len = 0;
                 scratchOut.failed = false;
                 closeConn(c);
-                return false;
+                return WriteResult.closed;
             }
             size_t sent = 0;
             while (sent < scratchOut.len)
@@ -564,16 +628,16 @@ private:
                     if (c.wbuf.failed)
                     {
                         closeConn(c);
-                        return false;
+                        return WriteResult.closed;
                     }
                     c.writeBlocked = true;
-                    return true;
+                    return WriteResult.blocked;
                 }
                 else
                 {
                     scratchOut.len = 0;
                     closeConn(c);
-                    return false;
+                    return WriteResult.closed;
                 }
             }
             scratchOut.len = 0;
@@ -583,7 +647,7 @@ private:
             if (c.wbuf.failed)
             {
                 closeConn(c);
-                return false;
+                return WriteResult.closed;
             }
             while (c.wsent < c.wbuf.len)
             {
@@ -598,33 +662,17 @@ private:
                 else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
                 {
                     c.writeBlocked = true;
-                    return true;
+                    return WriteResult.blocked;
                 }
                 else
                 {
                     closeConn(c);
-                    return false;
+                    return WriteResult.closed;
                 }
             }
             c.wbuf.len = c.wsent = 0;
         }
-        c.writeBlocked = false;
-        if (c.closeAfterWrite && !c.lingering)
-        {
-            // half-close, then read until the peer's FIN so our response is
-            // not destroyed by a reset caused by unread request bytes
-            shutdown(c.fd, SHUT_WR);
-            c.lingering = true;
-            c.lingerUntilMs = nowMs + cfg.lingerMs;
-            drainLinger(c);
-            return c.fd >= 0;
-        }
-        if (!c.inRequest)
-        {
-            c.rbuf.shrink(keepBuffer);
-            c.wbuf.shrink(keepBuffer);
-        }
-        return true;
+        return WriteResult.done;
     }
 
     void drainLinger(Connection* c)
