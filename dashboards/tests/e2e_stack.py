@@ -22,13 +22,7 @@ from dashlib import PROM_DIR, free_port, prom_api, prometheus_bin, start_and_rea
 LOAD_SECONDS = int(os.environ.get("PERFMONO_E2E_LOAD_SECONDS") or 10)
 # Panels that may be empty, and why: only while the service they watch does not export the metric
 # (the tests check that against the service's own /metrics, so an entry cannot hide a broken query).
-KNOWN_GAPS = {
-    # aurora_app exports no perfkit_hotpath_duration_seconds yet (parse / handle / write)
-    ("perfmono-aurora-app", "Hot-path p99"): ("aurora_app", "perfkit_hotpath_duration_seconds"),
-    ("perfmono-aurora-app", "Hot-path share of request time"): ("aurora_app", "perfkit_hotpath_duration_seconds"),
-    ("perfmono-aurora-app", "Hot-path mean"): ("aurora_app", "perfkit_hotpath_duration_seconds"),
-    ("perfmono-aurora-app", "Timed hot-path calls"): ("aurora_app", "perfkit_hotpath_duration_seconds"),
-}
+KNOWN_GAPS: dict = {}
 
 
 def _env_bin(name: str, target: str) -> str:
