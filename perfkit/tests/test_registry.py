@@ -38,6 +38,7 @@ def test_every_scenario_file_loads_and_validates():
     assert {"aquilia_app", "aurora_app", "rpc_app", "requestx_client"} <= set(reg.names())
     assert {"sanic", "fastapi", "blacksheep", "raw-asgi-granian"} <= set(reg.get("aquilia_app").member_names())
     assert "nginx" in reg.get("aurora_app").member_names()
+    assert [s.name for s in reg.get("aurora_app").systems if s.role == "floor"] == ["hyper"]
     assert reg.get("rpc_app").workloads[0].mode == "ws"
     assert reg.get("requestx_client").kind == "client"
     assert reg.get("requestx_client").server.name == "nginx"
@@ -90,7 +91,7 @@ def test_unknown_names_list_the_valid_ones():
     reg = Registry.load(SCENARIOS)
     with pytest.raises(ScenarioError, match=r"unknown scenario or system 'nope' \(valid: aquilia_app, aurora_app"):
         reg.select(["nope"])
-    with pytest.raises(ScenarioError, match=r"unknown system 'nope' in scenario 'aurora_app' \(valid: aurora_app, nginx\)"):
+    with pytest.raises(ScenarioError, match=r"unknown system 'nope' in scenario 'aurora_app' \(valid: aurora_app, nginx, hyper\)"):
         reg.select(["aurora_app/nope"])
     picked = reg.select(["sanic", "rpc_app"])
     assert [(sc.name, m) for sc, m in picked] == [("aquilia_app", ["sanic"]), ("rpc_app", None)]
