@@ -193,6 +193,18 @@ fn connection_close_is_honoured() {
 }
 
 #[test]
+fn http10_without_keep_alive_is_closed_after_the_response() {
+    let srv = Server::start();
+    let mut s = srv.connect();
+    s.write_all(b"GET /json HTTP/1.0\r\n\r\n").unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).expect("server closes");
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.starts_with("HTTP/1.0 200 OK\r\n"), "got {text:?}");
+    assert!(text.ends_with("\r\n\r\n{\"message\":\"Hello, World!\"}"), "got {text:?}");
+}
+
+#[test]
 fn malformed_request_gets_400_and_server_keeps_serving() {
     let srv = Server::start();
     let mut bad = srv.connect();
