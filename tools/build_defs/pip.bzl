@@ -22,7 +22,7 @@ def _pip_lock_repository_impl(rctx):
             "-r", str(lock),
         ],
         timeout = 1800,
-        quiet = False,
+        quiet = True,  # failures still show pip's output, through fail()
     )
     if res.return_code != 0:
         fail("pip_lock_repository(%s): installing %s failed.\n%s\n%s" % (rctx.name, rctx.attr.lock, res.stdout[-3000:], res.stderr[-6000:]))
