@@ -109,6 +109,7 @@ def main() -> None:
             fn()
 
     threads = [threading.Thread(target=run) for _ in range(args.threads)]
+    cpu0 = time.process_time()
     t0 = time.perf_counter()
     for t in threads:
         t.start()
@@ -116,8 +117,14 @@ def main() -> None:
         t.join()
     took = time.perf_counter() - t0
     total = args.n * args.threads
-    print(json.dumps({"client": args.client, "scenario": args.scenario, "threads": args.threads,
-                      "requests": total, "seconds": round(took, 3), "req_per_s": round(total / took, 1)}))
+    cpu = time.process_time()
+    line = {"client": args.client, "scenario": args.scenario, "threads": args.threads,
+            "requests": total, "seconds": round(took, 3), "req_per_s": round(total / took, 1)}
+    if args.client == "requestx_client":
+        from requestx_client import _native
+        line["sync_io"] = _native.sync_io_mode()
+    line["cpu_us_per_req"] = round((cpu - cpu0) / total * 1e6, 1)
+    print(json.dumps(line))
 
 
 if __name__ == "__main__":

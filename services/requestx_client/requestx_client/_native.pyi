@@ -4,6 +4,8 @@ from typing import Any
 
 __version__: str
 
+def sync_io_mode() -> str: ...
+
 class NativeResponse:
     status: int
     url: str

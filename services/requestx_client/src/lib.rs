@@ -24,12 +24,19 @@ mod tls;
 static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
 static SYNC_RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
 
+/// The sync I/O mode used when `REQUESTX_CLIENT_SYNC_IO` is unset or not `caller`/`worker`.
+const CALLER_DRIVEN_BY_DEFAULT: bool = false;
+
 /// Whether the blocking API drives its own I/O on the calling thread (`REQUESTX_CLIENT_SYNC_IO=caller`)
-/// or waits while the background runtime's worker does it (the default: measured faster on a loaded
-/// 2-core machine, see the README).
+/// or waits while the background runtime's worker does it (`REQUESTX_CLIENT_SYNC_IO=worker`); see
+/// the README for the measurements behind the default.
 fn caller_driven() -> bool {
     static MODE: OnceLock<bool> = OnceLock::new();
-    *MODE.get_or_init(|| std::env::var("REQUESTX_CLIENT_SYNC_IO").map(|v| v == "caller").unwrap_or(false))
+    *MODE.get_or_init(|| match std::env::var("REQUESTX_CLIENT_SYNC_IO").as_deref() {
+        Ok("caller") => true,
+        Ok("worker") => false,
+        _ => CALLER_DRIVEN_BY_DEFAULT,
+    })
 }
 
 /// The runtime of `AsyncClient`: background worker thread(s) drive the connections.
@@ -938,6 +945,17 @@ fn invalid_header(py: Python<'_>, msg: &str) -> PyErr {
     Failure::new(ErrKind::InvalidHeader, msg).into_pyerr(py)
 }
 
+/// "caller" if the blocking API does its I/O on the calling thread, "worker" if a background
+/// runtime worker does it (fixed at the first use, from `REQUESTX_CLIENT_SYNC_IO`).
+#[pyfunction]
+fn sync_io_mode() -> &'static str {
+    if caller_driven() {
+        "caller"
+    } else {
+        "worker"
+    }
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -945,6 +963,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeResponse>()?;
     m.add_class::<Pending>()?;
     m.add_class::<Completions>()?;
+    m.add_function(wrap_pyfunction!(sync_io_mode, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

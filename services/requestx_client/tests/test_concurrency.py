@@ -92,3 +92,53 @@ def test_threads_setting_cookies_on_one_session(server):
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(worker, range(8)))
     assert len(s.cookies.get_dict()) == 40
+
+
+_MODE_SCRIPT = r"""
+import sys, threading, time
+import requestx_client as requests
+from requestx_client import _native
+
+url = sys.argv[1]
+s = requests.Session()
+t0 = time.perf_counter()
+threads = [threading.Thread(target=lambda: s.get(url + "/slow-headers?delay=0.4")) for _ in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+overlap = time.perf_counter() - t0
+bad = []
+def work(t):
+    for i in range(25):
+        r = s.get(url + "/echo", params={"t": t, "i": i})
+        if r.status_code != 200 or r.json()["args"] != [["t", str(t)], ["i", str(i)]]:
+            bad.append((t, i))
+ws = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+for t in ws:
+    t.start()
+for t in ws:
+    t.join()
+print(_native.sync_io_mode(), round(overlap, 3), len(bad))
+"""
+
+
+def test_both_sync_io_modes(server):
+    """REQUESTX_CLIENT_SYNC_IO selects who drives the blocking API's I/O; both modes overlap waits of
+    several threads and keep their responses apart. Unset, the default is the background worker."""
+    import os
+    import subprocess
+    import sys
+
+    for setting, expected in (("worker", "worker"), ("caller", "caller"), (None, "worker")):
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        env.pop("REQUESTX_CLIENT_SYNC_IO", None)
+        if setting is not None:
+            env["REQUESTX_CLIENT_SYNC_IO"] = setting
+        out = subprocess.run([sys.executable, "-c", _MODE_SCRIPT, server.url], env=env, capture_output=True,
+                             text=True, timeout=30)
+        assert out.returncode == 0, out.stderr
+        mode, overlap, bad = out.stdout.split()
+        assert mode == expected
+        assert float(overlap) < 1.2, f"{mode}: 4 waits of 0.4 s took {overlap} s"
+        assert bad == "0"

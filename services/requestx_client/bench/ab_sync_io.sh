@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Interleaved A/B of the two sync I/O modes against the fastest peers, GET of 13 bytes on one session.
+#   RX_PY=<python with requestx_client deps> PEER_PY=<python with pycurl, pyreqwest> bench/ab_sync_io.sh [ROUNDS] [N]
+# One nginx worker pinned to core 1, every client process pinned to core 0. Each round runs, in order:
+# worker mode, caller mode, pyreqwest, pycurl (one thread), then worker and caller mode with 4 threads
+# sharing one session (N/4 requests per thread). One JSON line per run on stdout.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${1:-5}
+N=${2:-20000}
+RX_PY=${RX_PY:-python3}
+PEER_PY=${PEER_PY:-$RX_PY}
+PORT=${PORT:-18080}
+export PYTHONPATH=.
+
+python3 bench/nginx.py --port "$PORT" --cpu 1 >/dev/null &
+NGINX=$!
+trap 'kill -TERM $NGINX 2>/dev/null || true; wait $NGINX 2>/dev/null || true' EXIT
+for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.1; done
+
+url="http://127.0.0.1:$PORT"
+run() {  # mode python client threads n
+    REQUESTX_CLIENT_SYNC_IO=$1 taskset -c 0 "$2" bench/bench_sync.py --url "$url" --client "$3" \
+        --scenario get --threads "$4" --n "$5" || true
+}
+for r in $(seq "$ROUNDS"); do
+    run worker "$RX_PY" requestx_client 1 "$N"
+    run caller "$RX_PY" requestx_client 1 "$N"
+    run - "$PEER_PY" pyreqwest 1 "$N"
+    run - "$PEER_PY" pycurl 1 "$N"
+    run worker "$RX_PY" requestx_client 4 $((N / 4))
+    run caller "$RX_PY" requestx_client 4 $((N / 4))
+done
