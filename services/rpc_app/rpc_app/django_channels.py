@@ -27,6 +27,9 @@ engine refuses an over-limit message with -32001 either way.
 
 from __future__ import annotations
 
+import time
+
+from channels.db import aclose_old_connections
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from .concurrency import Session
@@ -60,6 +63,10 @@ class AsyncJsonRpcConsumer(AsyncWebsocketConsumer):
     # (sync_to_async(close_old_connections)), which costs more than the whole call here.
     # None (auto): keep that hop only when Django has a database configured; True/False force it.
     rpc_close_old_db_connections: bool | None = None
+    # When the hop is kept it runs at most once per this many seconds per connection, not per
+    # message: stale connections are those past CONN_MAX_AGE (whole seconds) or marked unusable, so
+    # a check a second keeps Django's guarantee while a burst of calls pays for one hop. 0 = every message.
+    rpc_db_check_interval: float = 1.0
 
     # channels-rpc style: ``@AsyncJsonRpcConsumer.rpc_method()``
     rpc_method = staticmethod(rpc_method)
@@ -71,8 +78,15 @@ class AsyncJsonRpcConsumer(AsyncWebsocketConsumer):
         cls._rpc_engine = Engine(collect_marked(cls), limits=cls.rpc_limits, middleware=cls.rpc_middleware,
                                  debug=cls.rpc_debug, metrics=cls.rpc_metrics, rate_limit=cls.rpc_rate_limit)
 
+    _rpc_db_checked_at: float = float("-inf")
+
     async def dispatch(self, message):
-        if message["type"] == "websocket.receive" and not self._rpc_db_hop():
+        if message["type"] == "websocket.receive":
+            if self._rpc_db_hop():
+                now = time.monotonic()
+                if now - self._rpc_db_checked_at >= self.rpc_db_check_interval:
+                    await aclose_old_connections()
+                    self._rpc_db_checked_at = time.monotonic()
             await self.websocket_receive(message)
             return
         await super().dispatch(message)

@@ -208,3 +208,35 @@ async def test_db_hop_forced_still_serves():
         assert (await rpc(c, "add", [2, 3]))["result"] == 5
     finally:
         await c.disconnect()
+
+
+@pytest.mark.parametrize("interval, expected", [(3600.0, 1), (0.0, 20)])
+async def test_db_hop_runs_at_most_once_per_interval(monkeypatch, interval, expected):
+    """The kept close_old_connections hop is throttled per connection, not paid per message."""
+    from rpc_app import django_channels
+    from rpc_app.django_channels import AsyncJsonRpcConsumer, rpc_method
+
+    real = django_channels.aclose_old_connections
+    hops = []
+
+    async def counting():  # a spy around Channels' real hop, which still runs
+        hops.append(1)
+        await real()
+
+    monkeypatch.setattr(django_channels, "aclose_old_connections", counting)
+
+    class Throttled(AsyncJsonRpcConsumer):
+        rpc_close_old_db_connections = True
+        rpc_db_check_interval = interval
+
+        @rpc_method()
+        def add(self, a: int, b: int):
+            return a + b
+
+    c = await connect(Throttled.as_asgi())
+    try:
+        for i in range(20):
+            assert (await rpc(c, "add", [i, 1], i))["result"] == i + 1
+    finally:
+        await c.disconnect()
+    assert len(hops) == expected
