@@ -103,7 +103,8 @@ def _server_workload(sc: dict, w: dict) -> list[str]:
     lvl_txt = ""
     if w["rates"]:
         lvl_txt = (f"Latencies are corrected (from the intended send time) at {fmt_rate(w['rates'][-1])} req/s, "
-                   f"the highest constant rate (the same for every system: a fraction of the slowest system's max).")
+                   f"the highest constant rate (the same for every system: a fraction of "
+                   f"{w.get('rate_reference', 'the slowest system')}'s max).")
     out += ["| # | system | role | version | max req/s | p50 | p90 | p99 | p99.9 | errors | peak RSS | CPU s | "
             "÷ service | ÷ floor |",
             "|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -180,7 +181,8 @@ def render(doc: dict) -> str:
            f"{doc['cpu_sets']['load']} ({doc['load_engine']['version']}).",
            f"Each figure is the median of {s['repeat']} repeat(s) (± half the spread); probes {s['probe_s']} s "
            f"closed loop after {s['warmup_s']} s warm-up, constant-rate runs {s['duration_s']} s at "
-           f"{', '.join(f'{x:.0%}' for x in s['levels'])} of the slowest system's max.", "",
+           f"{', '.join(f'{x:.0%}' for x in s['levels'])} of the slowest system's max "
+           f"(or of the scenario's rate reference, named in its section).", "",
            "## Summary", "", summary_table(doc), ""]
     for sc in doc["scenarios"]:
         out += [f"## {sc['name']} ({sc['kind']}){'' if sc['status'] == 'ok' else ' — ' + sc['status']}", ""]

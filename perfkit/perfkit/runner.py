@@ -2,8 +2,9 @@
 
 1. start every system of the scenario pinned to the systems' CPU set, wait until each is ready;
 2. warm-up, then a closed-loop saturation probe (``perfkit-load --max``) per system, N repeats → max req/s;
-3. constant-rate runs at 50/75/90 % of the *slowest* system's median max — the same absolute rates for
-   every system, so their corrected latencies compare — N repeats each;
+3. constant-rate runs at 50/75/90 % of the *slowest* system's median max (or of the scenario's
+   ``rate_reference`` system's) — the same absolute rates for every system, so their corrected latencies
+   compare — N repeats each;
 4. /metrics scraped before and after each system's share of the workload (hot-path breakdown);
 5. peak RSS and CPU time sampled from /proc; everything stopped cleanly.
 
@@ -240,12 +241,13 @@ class ServerRun:
                 d["requests"] += res["requests"]
                 self.progress.note(f"{st.system.name}: max {res['achieved_rate']:,.0f} req/s")
                 publish()
-        maxes = [stats.summary(per[st.system.name]["max_rps"])["median"] for st in live
-                 if st.ok and per[st.system.name]["max_rps"]]
+        maxes = {st.system.name: stats.summary(per[st.system.name]["max_rps"])["median"] for st in live
+                 if st.ok and per[st.system.name]["max_rps"]}
         if not maxes:
             return
-        slowest = min(maxes)
-        wrec["rates"] = [round(slowest * f, 1) for f in s.levels]
+        ref_name, ref_max = self._rate_reference(maxes)
+        wrec["rate_reference"] = ref_name
+        wrec["rates"] = [round(ref_max * f, 1) for f in s.levels]
         # 2) constant-rate runs at the same absolute rates for every system, N repeats
         for r in range(s.repeat):
             for st in live:
@@ -272,6 +274,17 @@ class ServerRun:
                 after = promtext.scrape(substitute(st.system.metrics, st.values, s.bins))
                 per[st.system.name]["metrics"] = promtext.delta(before[st.system.name], after)
         publish()
+
+    def _rate_reference(self, maxes: dict[str, float]) -> tuple[str, float]:
+        """The system whose median max sets the constant rates: the scenario's ``rate_reference`` when it
+        was measured, else the slowest system (so every system can hold every rate)."""
+        ref = self.sc.rate_reference
+        if ref in maxes:
+            return ref, maxes[ref]
+        if ref is not None:
+            self.progress.note(f"rate reference {ref} has no max: using the slowest system instead")
+        name = min(maxes, key=maxes.get)
+        return name, maxes[name]
 
     def _summarise(self, d: dict, rates: list[float]) -> dict:
         levels = []

@@ -94,6 +94,8 @@ class Scenario:
     workloads: tuple[Workload, ...] = ()
     server: System | None = None  # client scenarios: the local server the clients hit
     clients: tuple[Client, ...] = ()
+    # server scenarios: the system whose max sets the constant rates (None: the slowest system)
+    rate_reference: str | None = None
 
     def members(self) -> tuple:
         """Systems (server scenario) or clients (client scenario)."""
@@ -300,7 +302,7 @@ def load_file(path: str) -> Scenario:
         raise ScenarioError(f"{path}: not valid TOML: {e}") from None
     stem = os.path.splitext(os.path.basename(path))[0]
     _check_keys(ctx, "top level", doc, ("name", "kind", "workloads"),
-                ("description", "systems", "server", "clients"))
+                ("description", "systems", "server", "clients", "rate_reference"))
     name = _name(ctx, "top level", doc["name"])
     if name != stem:
         ctx.fail("top level", f"name {name!r} must match the file name {stem!r}")
@@ -322,9 +324,15 @@ def load_file(path: str) -> Scenario:
         _unique(ctx, "systems", [s.name for s in systems], "system")
         if sum(s.role == "service" for s in systems) != 1:
             ctx.fail("systems", "exactly one system must have role = 'service'")
-        return Scenario(name=name, kind=kind, description=desc, path=path, systems=systems, workloads=workloads)
-    if "systems" in doc:
-        ctx.fail("top level", "'systems' belongs to server scenarios (this one has kind = 'client')")
+        ref = doc.get("rate_reference")
+        if ref is not None:
+            _enum(ctx, "top level", _str(ctx, "top level", ref, "rate_reference"), "rate_reference",
+                  [s.name for s in systems])
+        return Scenario(name=name, kind=kind, description=desc, path=path, systems=systems, workloads=workloads,
+                        rate_reference=ref)
+    for k in ("systems", "rate_reference"):
+        if k in doc:
+            ctx.fail("top level", f"{k!r} belongs to server scenarios (this one has kind = 'client')")
     if "server" not in doc:
         ctx.fail("top level", "a client scenario needs a [server] table (the local server the clients hit)")
     server = _system(ctx, "server", doc["server"], roles=("peer",))

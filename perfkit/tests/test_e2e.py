@@ -37,6 +37,7 @@ def test_server_and_client_scenarios_end_to_end(tmp_path, tiny_dir, perfkit_load
     assert len(w["rates"]) == 3
     slowest = min(w["results"][n]["max_rps"]["median"] for n in ("asgi-a", "asgi-b"))
     assert abs(w["rates"][2] - 0.9 * slowest) < 1.0  # the same absolute rates for both, from the slowest
+    assert w["results"][w["rate_reference"]]["max_rps"]["median"] == slowest
     for name in ("asgi-a", "asgi-b"):
         res = w["results"][name]
         assert len(res["max_rps"]["values"]) == 2 and res["max_rps"]["median"] > 50

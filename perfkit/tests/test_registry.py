@@ -70,6 +70,8 @@ def test_peer_app_files_named_by_the_scenarios_exist():
     (lambda t: t.replace("[[workloads]]", "[[workloads]]\nconnections = 0"), "'connections' must be an integer"),
     (lambda t: t + "\n[server]\nname='x'\n", "'server' belongs to client scenarios"),
     (lambda t: t.replace("[[systems]]", "[[systems]"), "not valid TOML"),
+    (lambda t: t.replace('kind = "server"', 'kind = "server"\nrate_reference = "nginx"'),
+     "rate_reference 'nginx' is not valid (valid: svc)"),
 ])
 def test_bad_scenario_file_gives_a_clear_error(tmp_path, mutate, message):
     path = tmp_path / "bad.toml"
@@ -115,3 +117,18 @@ def test_a_broken_scenario_folder_is_reported_by_the_cli(tmp_path):
     r = run_cli(["--scenarios", str(tmp_path), "--list"], timeout=60)
     assert r.returncode == 2
     assert "x.toml: top level: missing required key 'workloads'" in r.stderr
+
+
+def test_rate_reference_sets_the_constant_rates():
+    """The scenario's rate_reference system sets the rates; without one (or if it failed), the slowest does."""
+    from perfkit.progress import Progress
+    from perfkit.runner import ServerRun, Settings
+
+    reg = Registry.load(SCENARIOS)
+    assert reg.get("aquilia_app").rate_reference == "sanic"
+    assert reg.get("aurora_app").rate_reference == "nginx"
+    run = ServerRun(reg.get("aquilia_app"), None, Settings(), Progress(quiet=True))
+    maxes = {"aquilia_app": 9000.0, "sanic": 4000.0, "fastapi": 1500.0}
+    assert run._rate_reference(maxes) == ("sanic", 4000.0)
+    del maxes["sanic"]
+    assert run._rate_reference(maxes) == ("fastapi", 1500.0)
