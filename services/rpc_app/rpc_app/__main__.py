@@ -24,6 +24,8 @@ def parse_args(argv=None):
     p.add_argument("--port", type=int, default=8082, help="0 = ephemeral (the bound port is printed)")
     p.add_argument("--server", choices=["picows", "websockets"], default="picows",
                    help="WebSocket stack (picows measured ~2x faster; see README)")
+    p.add_argument("--loop", choices=["uvloop", "asyncio"], default="uvloop",
+                   help="event loop (uvloop: libuv-based, the faster default)")
     p.add_argument("--debug", action="store_true", help="include tracebacks in -32603 errors")
     p.add_argument("--max-message-bytes", type=int, default=d.max_message_bytes)
     p.add_argument("--max-depth", type=int, default=d.max_depth)
@@ -65,7 +67,7 @@ async def amain(args) -> None:
         server = RpcServer(engine, cfg, metrics)
     port = await server.start()
     print(f"rpc_app listening on ws://{args.host}:{port}/ (metrics: http://{args.host}:{port}/metrics, "
-          f"server: {args.server})", flush=True)
+          f"server: {args.server}, loop: {type(asyncio.get_running_loop()).__module__.split('.')[0]})", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -78,7 +80,11 @@ def main(argv=None) -> int:
     p, args = parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        asyncio.run(amain(args))
+        if args.loop == "uvloop":
+            import uvloop
+            uvloop.run(amain(args))
+        else:
+            asyncio.run(amain(args))
     except ValueError as exc:
         p.error(str(exc))
     except OSError as exc:

@@ -13,3 +13,23 @@ def test_cli_rejects_bad_arguments():
     r = subprocess.run([sys.executable, "-m", "rpc_app", "--port", "0", "--max-depth", "0"], capture_output=True,
                        text=True, env=child_env(), timeout=20)
     assert r.returncode != 0 and "max_depth" in r.stderr
+
+
+def test_both_event_loops_serve_calls():
+    """--loop uvloop (the default) and --loop asyncio: the banner names the loop and a real call is answered."""
+    import asyncio
+
+    import orjson
+    import websockets
+    from helpers import run_server
+
+    for loop in ("uvloop", "asyncio"):
+        with run_server("--loop", loop) as (proc, port):
+            async def call():
+                async with websockets.connect(f"ws://127.0.0.1:{port}/") as ws:
+                    await ws.send('{"jsonrpc":"2.0","method":"add","params":[2,3],"id":7}')
+                    return orjson.loads(await asyncio.wait_for(ws.recv(), 10))
+            assert asyncio.run(call()) == {"jsonrpc": "2.0", "result": 5, "id": 7}
+    r = subprocess.run([sys.executable, "-m", "rpc_app", "--loop", "trio"], capture_output=True, text=True,
+                       env=child_env(), timeout=20)
+    assert r.returncode != 0 and "--loop" in r.stderr
