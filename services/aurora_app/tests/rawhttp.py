@@ -126,6 +126,16 @@ def metric_value(server: Server, name: str) -> float:
     raise AssertionError(f"{name} not in /metrics")
 
 
+def metric_sum(server: Server, name: str) -> float:
+    """The sum of every series of a metric (all label sets)."""
+    body = request(server, get("/metrics")).body.decode()
+    values = [float(line.rsplit(" ", 1)[1]) for line in body.splitlines()
+              if line.startswith(name + "{") or line.startswith(name + " ")]
+    if not values:
+        raise AssertionError(f"{name} not in /metrics")
+    return sum(values)
+
+
 def wait_until(pred, timeout: float = 5.0, step: float = 0.02):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
