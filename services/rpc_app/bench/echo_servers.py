@@ -45,10 +45,15 @@ def main():
     ap.add_argument("--stack", choices=["websockets", "picows"], default="websockets")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--loop", choices=["uvloop", "asyncio"], default="uvloop", help="as rpc_app's --loop")
     args = ap.parse_args()
     fn = run_websockets if args.stack == "websockets" else run_picows
     try:
-        asyncio.run(fn(args.host, args.port))
+        if args.loop == "uvloop":
+            import uvloop
+            uvloop.run(fn(args.host, args.port))
+        else:
+            asyncio.run(fn(args.host, args.port))
     except KeyboardInterrupt:
         pass
 
