@@ -36,7 +36,7 @@ def test_every_scenario_file_loads_and_validates():
         assert set(sc.workloads_for("quick")) <= set(sc.workloads_for("full")) | set(sc.workloads_for("quick"))
     # the four services of the repo are registered, with their peers
     assert {"aquilia_app", "aurora_app", "rpc_app", "requestx_client"} <= set(reg.names())
-    assert {"sanic", "fastapi", "blacksheep", "raw-asgi-granian"} <= set(reg.get("aquilia_app").member_names())
+    assert {"aquilia", "sanic", "fastapi", "blacksheep", "raw-asgi-granian"} <= set(reg.get("aquilia_app").member_names())
     assert "nginx" in reg.get("aurora_app").member_names()
     assert [s.name for s in reg.get("aurora_app").systems if s.role == "floor"] == ["hyper"]
     assert reg.get("rpc_app").workloads[0].mode == "ws"
