@@ -245,27 +245,31 @@ class ClientBase:
         url = url.strip()
         if self.params or params:
             url = add_params(url, self.params, params)
+        merged = self.headers.copy()
         if headers:
-            merged = self.headers.copy()
             for k, v in headers.items():
                 if v is None:
                     merged.pop(k, None)
                 else:
                     merged[k] = v
+        method = method.upper()
+        if data is None and json is None and files is None:
+            body = None
+            if method in ("POST", "PUT", "PATCH"):
+                merged["Content-Length"] = "0"
         else:
-            merged = self.headers.copy()
-        body, ctype = (None, None) if data is None and json is None and files is None \
-            else encode_body(data, files, json)
-        if ctype is not None and "content-type" not in merged:
-            merged["Content-Type"] = ctype
-        if body is None and method.upper() in ("POST", "PUT", "PATCH"):
-            merged["Content-Length"] = "0"
-        if self.cookies or cookies:
+            body, ctype = encode_body(data, files, json)
+            if ctype is not None and "content-type" not in merged:
+                merged["Content-Type"] = ctype
+            if body is None and method in ("POST", "PUT", "PATCH"):
+                merged["Content-Length"] = "0"
+        if cookies or self.cookies:
             cookie_header = self.cookies.header_for(url, dict(cookies) if cookies else None)
             if cookie_header and "cookie" not in merged:
                 merged["Cookie"] = cookie_header
-        prep = PreparedRequest(method.upper(), url, merged, body)
-        auth = auth if auth is not None else self.auth
+        prep = PreparedRequest(method, url, merged, body)
+        if auth is None:
+            auth = self.auth
         if auth is None and "@" in url:
             parts = urlsplit(url)
             if parts.username is not None:
@@ -279,6 +283,12 @@ class ClientBase:
                 raise TypeError("auth must be a (user, password) tuple or a callable like HTTPBasicAuth")
             prep = auth(prep) or prep
         return prep
+
+    def _plain_options(self) -> bool:
+        """Whether the session's own settings give the default native options (no timeout, verify=True
+        without a CA bundle from the environment, no proxies, no client certificate)."""
+        return self.timeout is None and self.verify is True and not self.proxies and self.cert is None \
+            and not self._env_bundle
 
     def native_options(self, timeout: Any, verify: Any, proxies: Any, cert: Any = None) -> tuple[Any, ...]:
         """(connect, read, total, verify, proxies) arguments of the native call."""

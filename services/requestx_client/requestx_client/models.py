@@ -56,21 +56,40 @@ class Response:
 
     __attrs__ = ("status_code", "url", "history", "encoding", "reason", "elapsed", "request")
 
+    # Per-response state starts as these class-level defaults and becomes an instance attribute when
+    # first set: a response that is only read costs fewer attribute stores (a hot path).
+    _headers: CaseInsensitiveDict | None = None
+    _cookies: RequestsCookieJar | None = None
+    _encoding: str | None = None
+    _encoding_set = False
+    _consumed_by_iter = False
+    raw = None
+    connection = None
+
     def __init__(self, native: Any, request: PreparedRequest | None = None,
-                 elapsed: datetime.timedelta | None = None) -> None:
+                 elapsed: datetime.timedelta | float | None = None) -> None:
         self._native = native
-        self.status_code: int = native.status if native is not None else 0
-        self.url: str = native.url if native is not None else ""
+        if native is not None:
+            self.status_code: int = native.status
+            self.url: str = native.url
+        else:
+            self.status_code = 0
+            self.url = ""
         self.history: list[Response] = []
         self.request = request
-        self.elapsed = elapsed if elapsed is not None else datetime.timedelta(0)
-        self._headers: CaseInsensitiveDict | None = None
-        self._cookies: RequestsCookieJar | None = None
-        self._encoding: str | None = None
-        self._encoding_set = False
-        self._consumed_by_iter = False
-        self.raw = None
-        self.connection = None
+        self._elapsed = elapsed
+
+    @property
+    def elapsed(self) -> datetime.timedelta:
+        """Time from sending the request to having the response head (and the body unless streamed)."""
+        e = self._elapsed
+        if not isinstance(e, datetime.timedelta):
+            e = self._elapsed = datetime.timedelta(seconds=e or 0.0)
+        return e
+
+    @elapsed.setter
+    def elapsed(self, value: datetime.timedelta) -> None:
+        self._elapsed = value
 
     # --- status ---
     @property

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import datetime
 from time import perf_counter
 from typing import Any
 
 from . import exceptions as exc
 from ._prepare import DEFAULT_REDIRECT_LIMIT, ClientBase
-from .models import PreparedRequest, Response
+from .models import REDIRECT_STATI, PreparedRequest, Response
 
 
 class Session(ClientBase):
@@ -53,10 +52,13 @@ class Session(ClientBase):
                 allow_redirects: bool = True, proxies: Any = None, hooks: Any = None, stream: bool | None = None,
                 verify: Any = None, cert: Any = None, json: Any = None) -> Response:
         prep = self.prepare(method, url, params, data, headers, cookies, files, auth, json)
-        opts = self.native_options(timeout, verify, proxies, cert)
+        if timeout is None and verify is None and proxies is None and cert is None and self._plain_options():
+            opts: tuple[Any, ...] = (None, None, self.total_timeout, True, None)
+        else:
+            opts = self.native_options(timeout, verify, proxies, cert)
         stream = self.stream if stream is None else stream
         resp = self._send(prep, opts, stream)
-        if allow_redirects and resp.status_code in (301, 302, 303, 307, 308) and resp.is_redirect:
+        if allow_redirects and resp.status_code in REDIRECT_STATI and resp.is_redirect:
             history: list[Response] = []
             while resp.is_redirect:
                 if len(history) >= self.max_redirects:
@@ -66,7 +68,7 @@ class Session(ClientBase):
                 prep = self.redirect_request(resp, prep, cookies)
                 resp = self._send(prep, opts, stream)
                 resp.history = list(history)
-        if hooks or self.hooks["response"]:
+        if hooks or self.hooks.get("response"):
             resp = self.run_hooks(hooks, resp)
         return resp
 
@@ -84,17 +86,18 @@ class Session(ClientBase):
         except exc.RequestException as e:
             e.request = prep
             raise
-        resp = Response(native, prep, datetime.timedelta(seconds=perf_counter() - t0))
-        if self._keep_cookies and (set_cookies := native.header_all("set-cookie")):
-            self.cookies.extract(set_cookies, resp.url)
+        resp = Response(native, prep, perf_counter() - t0)
+        if native.has_set_cookie and self._keep_cookies:
+            self.cookies.extract(native.header_all("set-cookie"), resp.url)
         return resp
 
     def get(self, url: Any, params: Any = None, **kwargs: Any) -> Response:
-        kwargs.setdefault("allow_redirects", True)
-        return self.request("GET", url, params=params, **kwargs)
+        # allow_redirects defaults to True in request(), as requests' get() sets it
+        if kwargs:
+            return self.request("GET", url, params, **kwargs)
+        return self.request("GET", url, params)
 
     def options(self, url: Any, **kwargs: Any) -> Response:
-        kwargs.setdefault("allow_redirects", True)
         return self.request("OPTIONS", url, **kwargs)
 
     def head(self, url: Any, **kwargs: Any) -> Response:

@@ -15,6 +15,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
+mod direct;
 mod json;
 mod tls;
 
@@ -24,19 +25,29 @@ mod tls;
 static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
 static SYNC_RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
 
-/// The sync I/O mode used when `REQUESTX_CLIENT_SYNC_IO` is unset or not `caller`/`worker`.
-const CALLER_DRIVEN_BY_DEFAULT: bool = false;
+/// How the blocking API does its I/O, from `REQUESTX_CLIENT_SYNC_IO` (fixed at the first use):
+/// `direct` (the default): plain-http requests on the calling thread over pooled blocking sockets
+/// (`src/direct.rs`), everything else on the background worker; `worker`: every request on the
+/// background runtime's worker; `caller`: every request on a current-thread runtime driven by the
+/// calling thread. See the README for the measurements behind the default.
+#[derive(Clone, Copy, PartialEq)]
+enum SyncIo {
+    Direct,
+    Worker,
+    Caller,
+}
 
-/// Whether the blocking API drives its own I/O on the calling thread (`REQUESTX_CLIENT_SYNC_IO=caller`)
-/// or waits while the background runtime's worker does it (`REQUESTX_CLIENT_SYNC_IO=worker`); see
-/// the README for the measurements behind the default.
-fn caller_driven() -> bool {
-    static MODE: OnceLock<bool> = OnceLock::new();
+fn sync_io() -> SyncIo {
+    static MODE: OnceLock<SyncIo> = OnceLock::new();
     *MODE.get_or_init(|| match std::env::var("REQUESTX_CLIENT_SYNC_IO").as_deref() {
-        Ok("caller") => true,
-        Ok("worker") => false,
-        _ => CALLER_DRIVEN_BY_DEFAULT,
+        Ok("caller") => SyncIo::Caller,
+        Ok("worker") => SyncIo::Worker,
+        _ => SyncIo::Direct,
     })
+}
+
+fn caller_driven() -> bool {
+    sync_io() == SyncIo::Caller
 }
 
 /// The runtime of `AsyncClient`: background worker thread(s) drive the connections.
@@ -261,6 +272,14 @@ struct Inner {
     trust_env: bool,
     pool_max_idle_per_host: usize,
     pool_idle_timeout: Option<Duration>,
+    /// blocking connections of the direct path (plain http, no proxy)
+    direct: direct::Pool,
+    /// settings served by the direct path so far (counted by `pool_count` like reqwest pools)
+    direct_keys: Mutex<Vec<Key>>,
+    /// an HTTP(S)_PROXY/ALL_PROXY variable applies to plain-http requests: no direct path
+    env_proxy_http: bool,
+    /// the last URL of the direct path, parsed: a session usually calls the same URL again
+    last_url: Mutex<Option<(String, reqwest::Url, direct::Target)>>,
 }
 
 impl Inner {
@@ -506,6 +525,12 @@ impl NativeResponse {
         Some(s)
     }
 
+    /// Whether the response sets cookies (a cheap check before `header_all("set-cookie")`).
+    #[getter]
+    fn has_set_cookie(&self) -> bool {
+        self.headers.contains_key(reqwest::header::SET_COOKIE)
+    }
+
     /// All values of one header, not joined (Set-Cookie).
     fn header_all(&self, name: &str) -> Vec<String> {
         self.headers.get_all(name).iter().map(header_str).collect()
@@ -711,6 +736,13 @@ impl Client {
                 trust_env,
                 pool_max_idle_per_host: pool_maxsize,
                 pool_idle_timeout: idle,
+                direct: direct::Pool::new(pool_maxsize, idle),
+                direct_keys: Mutex::new(Vec::new()),
+                last_url: Mutex::new(None),
+                env_proxy_http: trust_env
+                    && ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]
+                        .iter()
+                        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty())),
             }),
         })
     }
@@ -722,7 +754,14 @@ impl Client {
 
     /// Number of distinct connection pools built so far (one per timeout/verify/proxy setting).
     fn pool_count(&self) -> usize {
-        self.inner.clients.lock().unwrap().len()
+        let clients = self.inner.clients.lock().unwrap();
+        let direct = self.inner.direct_keys.lock().unwrap();
+        clients.len() + direct.iter().filter(|k| !clients.contains_key(*k)).count()
+    }
+
+    /// Idle connections kept by the direct (plain-http, blocking) path: for tests.
+    fn direct_idle_count(&self) -> usize {
+        self.inner.direct.idle_count()
     }
 
     /// Send one request and wait for it (GIL released). The body is read unless `stream`.
@@ -743,6 +782,15 @@ impl Client {
         proxies: Option<Vec<(String, String)>>,
         stream: bool,
     ) -> PyResult<NativeResponse> {
+        if !stream
+            && total_timeout.is_none()
+            && proxies.is_none()
+            && url.starts_with("http://")
+            && sync_io() == SyncIo::Direct
+            && !self.inner.env_proxy_http
+        {
+            return self.request_direct(py, method, url, headers, body, connect_timeout, read_timeout, verify);
+        }
         let prepared = self.prepare(
             py, method, url, headers, body, connect_timeout, read_timeout, total_timeout, verify, proxies, stream, true,
         )?;
@@ -877,23 +925,7 @@ impl Client {
         let method = reqwest::Method::from_bytes(method.as_bytes())
             .map_err(|_| PyValueError::new_err(format!("invalid HTTP method {method:?}")))?;
         let parsed = parse_url(url).map_err(|f| f.into_pyerr(py))?;
-        let verify = match verify {
-            None => Verify::Yes,
-            Some(v) if v.is_none() => Verify::Yes,
-            Some(v) => {
-                if let Ok(b) = v.extract::<bool>() {
-                    if b {
-                        Verify::Yes
-                    } else {
-                        Verify::No
-                    }
-                } else if let Ok(s) = v.extract::<String>() {
-                    Verify::CaBundle(s)
-                } else {
-                    return Err(PyValueError::new_err("verify must be a bool or a path to a CA bundle"));
-                }
-            }
-        };
+        let verify = parse_verify(verify)?;
         let total = secs_to_ms(total_timeout, "total")?.map(Duration::from_millis);
         let key = Key {
             blocking: blocking && caller_driven(),
@@ -941,6 +973,128 @@ impl Client {
     }
 }
 
+fn parse_verify(verify: Option<&Bound<'_, PyAny>>) -> PyResult<Verify> {
+    Ok(match verify {
+        None => Verify::Yes,
+        Some(v) if v.is_none() => Verify::Yes,
+        Some(v) => {
+            if let Ok(b) = v.extract::<bool>() {
+                if b {
+                    Verify::Yes
+                } else {
+                    Verify::No
+                }
+            } else if let Ok(s) = v.extract::<String>() {
+                Verify::CaBundle(s)
+            } else {
+                return Err(PyValueError::new_err("verify must be a bool or a path to a CA bundle"));
+            }
+        }
+    })
+}
+
+impl Client {
+    /// The direct path: see `src/direct.rs`. Same argument checks and exception types as `prepare`.
+    #[allow(clippy::too_many_arguments)]
+    fn request_direct(
+        &self,
+        py: Python<'_>,
+        method: &str,
+        url: &str,
+        headers: Option<&Bound<'_, PyAny>>,
+        body: Option<&Bound<'_, PyAny>>,
+        connect_timeout: Option<f64>,
+        read_timeout: Option<f64>,
+        verify: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<NativeResponse> {
+        let m = reqwest::Method::from_bytes(method.as_bytes())
+            .map_err(|_| PyValueError::new_err(format!("invalid HTTP method {method:?}")))?;
+        let connect_ms = secs_to_ms(connect_timeout, "connect")?;
+        let read_ms = secs_to_ms(read_timeout, "read")?;
+        {
+            let mut keys = self.inner.direct_keys.lock().unwrap();
+            if !keys.iter().any(|k| k.connect_ms == connect_ms && k.read_ms == read_ms) {
+                let verify = parse_verify(verify)?;
+                keys.push(Key { blocking: false, connect_ms, read_ms, verify, proxies: None });
+            }
+        }
+        let cached = match &*self.inner.last_url.lock().unwrap() {
+            Some((s, u, t)) if s == url => Some((u.clone(), t.clone())),
+            _ => None,
+        };
+        let (parsed, target) = match cached {
+            Some(c) => c,
+            None => {
+                let parsed = parse_url(url).map_err(|f| f.into_pyerr(py))?;
+                let (host, ip) = match parsed.host() {
+                    Some(url::Host::Domain(d)) => (d.to_owned(), None),
+                    Some(url::Host::Ipv4(a)) => (a.to_string(), Some(std::net::IpAddr::V4(a))),
+                    Some(url::Host::Ipv6(a)) => (a.to_string(), Some(std::net::IpAddr::V6(a))),
+                    None => {
+                        return Err(Failure::new(ErrKind::InvalidUrl, format!("Invalid URL {url:?}: No host supplied"))
+                            .into_pyerr(py))
+                    }
+                };
+                let target = direct::Target { host, port: parsed.port_or_known_default().unwrap_or(80), ip };
+                *self.inner.last_url.lock().unwrap() = Some((url.to_owned(), parsed.clone(), target.clone()));
+                (parsed, target)
+            }
+        };
+        let body = match body {
+            Some(b) if !b.is_none() => {
+                Some(bytes_from_py(b.cast::<PyBytes>().map_err(|_| PyValueError::new_err("body must be bytes"))?))
+            }
+            _ => None,
+        };
+        let mut wire = direct::WireRequest::new(m.as_str(), &parsed, body.as_ref().map_or(0, |b| b.len()));
+        let mut seen = direct::Seen::default();
+        if let Some(h) = headers {
+            let h = h.cast::<PyList>().map_err(|_| PyValueError::new_err("headers must be a list of pairs"))?;
+            for item in h.iter() {
+                let pair = item.cast::<PyTuple>().map_err(|_| PyValueError::new_err("header must be a pair"))?;
+                let k = pair.get_item(0)?;
+                let v = pair.get_item(1)?;
+                let k = k.cast::<PyString>().map_err(|_| invalid_header(py, "header names must be str"))?;
+                let kname = k.to_str()?;
+                if !direct::valid_header_name(kname.as_bytes()) {
+                    return Err(invalid_header(py, &format!("invalid header name {kname:?}")));
+                }
+                if let Ok(s) = v.cast::<PyString>() {
+                    let s = s.to_str()?;
+                    if !direct::valid_header_value(s.as_bytes()) {
+                        return Err(invalid_header(py, &format!("invalid value for header {kname:?}: {s:?}")));
+                    }
+                    wire.header(kname.as_bytes(), s.as_bytes());
+                } else if let Ok(b) = v.cast::<PyBytes>() {
+                    if !direct::valid_header_value(b.as_bytes()) {
+                        return Err(invalid_header(py, &format!("invalid value for header {kname:?}")));
+                    }
+                    wire.header(kname.as_bytes(), b.as_bytes());
+                } else {
+                    return Err(invalid_header(py, &format!("header {kname:?} value must be str or bytes")));
+                }
+                seen.note(kname.as_bytes());
+            }
+        }
+        wire.finish(seen, body);
+        let connect = connect_ms.map(Duration::from_millis);
+        let read = read_ms.map(Duration::from_millis);
+        let pool = &self.inner.direct;
+        match py.detach(|| direct::send(pool, &target, &wire, connect, read)) {
+            Ok(a) => Ok(NativeResponse {
+                status: a.status,
+                url: parsed.into(),
+                http_version: a.version,
+                headers: a.headers,
+                body: Mutex::new(BodyState::Full(a.body)),
+                content: PyOnceLock::new(),
+                via_proxy: false,
+            }),
+            Err(f) => Err(f.into_pyerr(py)),
+        }
+    }
+}
+
 fn invalid_header(py: Python<'_>, msg: &str) -> PyErr {
     Failure::new(ErrKind::InvalidHeader, msg).into_pyerr(py)
 }
@@ -949,10 +1103,10 @@ fn invalid_header(py: Python<'_>, msg: &str) -> PyErr {
 /// runtime worker does it (fixed at the first use, from `REQUESTX_CLIENT_SYNC_IO`).
 #[pyfunction]
 fn sync_io_mode() -> &'static str {
-    if caller_driven() {
-        "caller"
-    } else {
-        "worker"
+    match sync_io() {
+        SyncIo::Direct => "direct",
+        SyncIo::Worker => "worker",
+        SyncIo::Caller => "caller",
     }
 }
 

@@ -124,13 +124,14 @@ print(_native.sync_io_mode(), round(overlap, 3), len(bad))
 
 
 def test_both_sync_io_modes(server):
-    """REQUESTX_CLIENT_SYNC_IO selects who drives the blocking API's I/O; both modes overlap waits of
-    several threads and keep their responses apart. Unset, the default is the background worker."""
+    """REQUESTX_CLIENT_SYNC_IO selects who drives the blocking API's I/O; every mode overlaps waits of
+    several threads and keeps their responses apart. Unset, the default is the direct path (blocking
+    sockets on the calling thread for plain http, the background worker for the rest)."""
     import os
     import subprocess
     import sys
 
-    for setting, expected in (("worker", "worker"), ("caller", "caller"), (None, "worker")):
+    for setting, expected in (("worker", "worker"), ("caller", "caller"), ("direct", "direct"), (None, "direct")):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
         env.pop("REQUESTX_CLIENT_SYNC_IO", None)
         if setting is not None:

@@ -1,0 +1,216 @@
+"""The direct path of the blocking API (plain http, no proxy: pooled blocking sockets on the calling
+thread): connection reuse, framing (Content-Length, chunked, until close, HEAD), retry rules when the
+server closes an idle connection, and content decoding. Real sockets and servers, no mocks."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import zlib
+
+import pytest
+
+import requestx_client as requests
+from requestx_client import _native
+from requestx_client import exceptions as exc
+
+pytestmark = pytest.mark.skipif(_native.sync_io_mode() != "direct", reason="REQUESTX_CLIENT_SYNC_IO is not direct")
+
+
+class RawServer:
+    """A one-connection-at-a-time HTTP/1.1 server on a raw socket. `answer(conn_no, req_no, head)`
+    returns the bytes to send for the req_no-th request (0-based) of the conn_no-th connection, a
+    1-tuple (bytes,) to send them and then close the connection, or None to close it without answering."""
+
+    def __init__(self, answer):
+        self.answer = answer
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.connections = 0
+        self.requests: list[bytes] = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *a):
+        self.sock.close()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            n = self.connections
+            self.connections += 1
+            threading.Thread(target=self._handle, args=(conn, n), daemon=True).start()
+
+    def _handle(self, conn, n):
+        buf = b""
+        req_no = 0
+        with conn:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    data = conn.recv(65536)
+                    if not data:
+                        return
+                    buf += data
+                head, _, buf = buf.partition(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n")[1:]:
+                    k, _, v = line.partition(b":")
+                    if k.strip().lower() == b"content-length":
+                        length = int(v)
+                while len(buf) < length:
+                    buf += conn.recv(65536)
+                buf = buf[length:]
+                self.requests.append(head)
+                out = self.answer(n, req_no, head)
+                req_no += 1
+                if out is None:
+                    return
+                if isinstance(out, tuple):
+                    conn.sendall(out[0])
+                    conn.shutdown(socket.SHUT_RDWR)
+                    return
+                conn.sendall(out)
+
+
+def ok(body=b"hello", extra=b""):
+    return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n%s\r\n%s" % (len(body), extra, body)
+
+
+def test_keep_alive_reuses_one_connection():
+    with RawServer(lambda c, r, h: ok(b"r%d" % r)) as srv, requests.Session() as s:
+        got = [s.get(srv.url + "/x").content for _ in range(5)]
+        assert got == [b"r0", b"r1", b"r2", b"r3", b"r4"]
+        assert srv.connections == 1
+        assert s._native.direct_idle_count() == 1
+
+
+def test_request_head_on_the_wire():
+    with RawServer(lambda c, r, h: ok()) as srv, requests.Session() as s:
+        s.post(srv.url + "/p?q=1", data=b"abc", headers={"X-One": "1"})
+        head = srv.requests[0].decode()
+        lines = head.split("\r\n")
+        assert lines[0] == "POST /p?q=1 HTTP/1.1"
+        fields = dict(line.split(": ", 1) for line in lines[1:])
+        assert fields["Host"] == srv.url.removeprefix("http://")
+        assert fields["X-One"] == "1" and fields["Content-Length"] == "3"
+        assert fields["Accept-Encoding"] == "gzip, deflate, br, zstd"
+
+
+def test_connection_close_is_not_reused():
+    with RawServer(lambda c, r, h: ok(extra=b"Connection: close\r\n") if r == 0 else None) as srv, \
+            requests.Session() as s:
+        assert s.get(srv.url).content == b"hello"
+        assert s.get(srv.url).content == b"hello"
+        assert srv.connections == 2
+        assert s._native.direct_idle_count() == 0
+
+
+def test_chunked_response_with_extensions_and_trailers():
+    body = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"5;name=value\r\nhello\r\n1\r\n \r\n5\r\nworld\r\n0\r\nX-Trailer: t\r\n\r\n")
+    with RawServer(lambda c, r, h: body) as srv, requests.Session() as s:
+        assert s.get(srv.url).content == b"hello world"
+        assert s.get(srv.url).text == "hello world"  # the connection stays usable after the trailers
+        assert srv.connections == 1
+
+
+def test_chunked_response_from_http_server(server):
+    r = requests.get(server.url + "/chunked-lines")
+    assert r.content == b"line one\nline two\nline three\nlast"
+
+
+def test_body_until_close():
+    with RawServer(lambda c, r, h: (b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nno length here",)) as srv, \
+            requests.Session() as s:
+        assert s.get(srv.url).content == b"no length here"
+        assert s._native.direct_idle_count() == 0
+
+
+def test_head_reads_no_body():
+    with RawServer(lambda c, r, h: b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n") as srv, \
+            requests.Session() as s:
+        for _ in range(3):
+            r = s.head(srv.url)
+            assert r.status_code == 200 and r.content == b"" and r.headers["Content-Length"] == "1000"
+        assert srv.connections == 1
+
+
+def test_interim_100_continue_is_skipped():
+    answer = b"HTTP/1.1 100 Continue\r\n\r\n" + ok(b"final")
+    with RawServer(lambda c, r, h: answer) as srv:
+        assert requests.post(srv.url, data=b"x").content == b"final"
+
+
+def _one_answer_per_connection(c, r, h):
+    """Answers the first request of each connection (keep-alive), then closes without answering."""
+    return ok(b"conn%d" % c) if r == 0 else None
+
+
+def test_idempotent_request_retried_when_idle_connection_was_closed():
+    with RawServer(_one_answer_per_connection) as srv, requests.Session() as s:
+        assert s.get(srv.url).content == b"conn0"
+        assert s.get(srv.url).content == b"conn1"  # conn0 was dropped with the request: sent again
+        assert s.put(srv.url, data=b"x").content == b"conn2"
+        assert srv.connections == 3
+
+
+def test_non_idempotent_request_not_retried():
+    with RawServer(_one_answer_per_connection) as srv, requests.Session() as s:
+        assert s.get(srv.url).content == b"conn0"
+        with pytest.raises(exc.ConnectionError) as e:
+            s.post(srv.url, data=b"x")  # it may have been processed: never sent twice
+        assert type(e.value) is exc.ConnectionError
+        assert s.post(srv.url, data=b"x").content == b"conn1"  # a fresh connection then works
+
+
+def test_post_avoids_connection_the_server_already_closed():
+    # the server answers the first connection's request and then closes it while it is idle
+    with RawServer(lambda c, r, h: (ok(b"first"),) if c == 0 else ok(b"second")) as srv, requests.Session() as s:
+        assert s.get(srv.url).content == b"first"
+        time.sleep(0.1)  # the FIN has reached the client's socket
+        assert s.post(srv.url, data=b"x").content == b"second"
+        assert srv.connections == 2 and len(srv.requests) == 2
+
+
+@pytest.mark.parametrize("name, encode", [
+    ("gzip", lambda b: __import__("gzip").compress(b)),
+    ("deflate", zlib.compress),
+    ("br", lambda b: __import__("brotli").compress(b)),
+    ("zstd", lambda b: __import__("zstandard").ZstdCompressor().compress(b)),
+])
+def test_content_encoding_decoded(name, encode):
+    raw = b"payload " * 500
+    answer = ok(encode(raw), b"Content-Encoding: %s\r\n" % name.encode())
+    with RawServer(lambda c, r, h: answer) as srv, requests.Session() as s:
+        r = s.get(srv.url)
+        assert r.content == raw
+        assert "Content-Encoding" not in r.headers and "Content-Length" not in r.headers
+        assert s.get(srv.url).content == raw and srv.connections == 1
+
+
+def test_corrupt_encoding_and_short_body():
+    with RawServer(lambda c, r, h: ok(b"not gzip", b"Content-Encoding: gzip\r\n")) as srv:
+        with pytest.raises(exc.ContentDecodingError):
+            requests.get(srv.url)
+    short = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this"
+    with RawServer(lambda c, r, h: (short,)) as srv:
+        with pytest.raises(exc.ChunkedEncodingError):
+            requests.get(srv.url)
+    with RawServer(lambda c, r, h: (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab",)) as srv:
+        with pytest.raises(exc.ChunkedEncodingError):
+            requests.get(srv.url)
+
+
+def test_garbage_response_is_a_connection_error():
+    with RawServer(lambda c, r, h: b"this is not HTTP\r\n\r\n") as srv:
+        with pytest.raises(exc.ConnectionError):
+            requests.get(srv.url)
