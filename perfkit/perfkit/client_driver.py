@@ -5,7 +5,9 @@
 Standalone on purpose (run by file path in its own process, pinned by the bench): it imports only the
 client under test and hdrh. One session/connection, requests issued back to back (the client's own
 per-request cost is what is measured). Output: {"client", "version", "requests", "errors", "seconds",
-"rps", "latency_us": {p50, p90, p99, p99_9, max}, "peak_rss_bytes", "cpu_seconds"}.
+"rps", "latency_us": {p50, p90, p99, p99_9, max}, "peak_rss_bytes", "cpu_seconds", "urllib3"}, where
+"urllib3" says which distribution the `urllib3` module this process imported came from ("urllib3 2.5.0",
+"urllib3-future 2.14.906", or "" when the client never imported it): the proof of which environment ran.
 """
 
 from __future__ import annotations
@@ -143,6 +145,16 @@ def _loop_sync(once, warmup, duration, rec):
     return n, errors, now - t0
 
 
+def urllib3_origin() -> str:
+    """'<distribution> <urllib3.__version__>' of the urllib3 module loaded here, '' if none was imported."""
+    mod = sys.modules.get("urllib3")
+    if mod is None:
+        return ""
+    dists = importlib.metadata.packages_distributions().get("urllib3") or ["unknown"]
+    # urllib3-future installs the `urllib3` package; only one distribution may own it in a sane environment
+    return f"{','.join(sorted(set(dists)))} {getattr(mod, '__version__', '?')}"
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="client_driver")
     p.add_argument("--client", required=True)
@@ -190,7 +202,7 @@ def main(argv=None) -> int:
         "client": a.client, "version": version, "requests": n, "errors": errors, "seconds": secs,
         "rps": n / secs if secs > 0 else 0.0,
         "latency_us": {k: hist.get_value_at_percentile(v) for k, v in pct.items()} | {"max": hist.get_max_value()},
-        "peak_rss_bytes": peak, "cpu_seconds": ru.ru_utime + ru.ru_stime,
+        "peak_rss_bytes": peak, "cpu_seconds": ru.ru_utime + ru.ru_stime, "urllib3": urllib3_origin(),
     }
     print(json.dumps(out), flush=True)
     return 0

@@ -23,13 +23,51 @@ class DriverError(RuntimeError):
     pass
 
 
-def drive(client: str, url: str, w: Workload, settings: Settings) -> dict:
-    cmd = [sys.executable, DRIVER, "--client", client, "--url", url, "--method", w.method,
-           "--duration", str(settings.duration), "--warmup", str(min(settings.warmup, 0.5))]
+def environment_site(name: str) -> str:
+    """The site-packages folder of the Python environment ``name`` (a pip_lock_repository, e.g. pypi_niquests).
+
+    ``PERFKIT_ENV_<NAME>`` wins (a folder, for runs outside Bazel); else ``<runfiles>/<name>/site``, where the
+    runfiles root is taken from RUNFILES_DIR / TEST_SRCDIR or from the bench's own ``<runfiles>/pypi/site``
+    entry of sys.path (Bazel ships the environment as data of //perfkit:bench, never as an import path).
+    """
+    override = os.environ.get("PERFKIT_ENV_" + name.upper())
+    if override:
+        if os.path.isdir(override):
+            return os.path.abspath(override)
+        raise DriverError(f"environment {name}: PERFKIT_ENV_{name.upper()}={override} is not a folder")
+    roots = [os.environ.get("RUNFILES_DIR"), os.environ.get("TEST_SRCDIR")]
+    roots += [os.path.dirname(os.path.dirname(p)) for p in sys.path if os.path.basename(p) == "site"]
+    for root in roots:
+        if root and os.path.isdir(os.path.join(root, name, "site")):
+            return os.path.join(root, name, "site")
+    raise DriverError(f"environment {name} not found: add @{name} to the data of the bench target, "
+                      f"or set PERFKIT_ENV_{name.upper()} to its site-packages folder")
+
+
+def driver_command(client: str, environment: str = "") -> tuple[list[str], dict | None]:
+    """The interpreter command line and environment variables the driver of ``client`` runs with.
+
+    Without an environment the driver inherits the bench's import path. With one it gets a fresh interpreter:
+    -S (no site-packages of the interpreter, no .pth files) and -s, and PYTHONPATH = that environment's folder
+    only, so e.g. niquests' urllib3-future never meets the bench's urllib3.
+    """
+    if not environment:
+        return [sys.executable, DRIVER, "--client", client], None
+    site = environment_site(environment)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
+    env["PYTHONPATH"] = site
+    env["PYTHONNOUSERSITE"] = "1"
+    return [sys.executable, "-S", "-s", DRIVER, "--client", client], env
+
+
+def drive(client: str, url: str, w: Workload, settings: Settings, environment: str = "") -> dict:
+    base, env = driver_command(client, environment)
+    cmd = base + ["--url", url, "--method", w.method,
+                  "--duration", str(settings.duration), "--warmup", str(min(settings.warmup, 0.5))]
     if w.body is not None:
         cmd += ["--body", w.body]
     try:
-        proc = Proc(f"driver-{client}", cmd, cpus=settings.sut_cpus)
+        proc = Proc(f"driver-{client}", cmd, env=env, cpus=settings.sut_cpus)
     except StartError as e:
         raise DriverError(str(e)) from None
     try:
@@ -69,7 +107,8 @@ class ClientRun:
         server = Started(self.sc.server)
         sysrec = {c.name: {"name": c.name, "role": c.role, "description": c.description, "client": c.client,
                            "version": version_of(c.version, s.bins, {}), "status": "ok", "error": "",
-                           "log_tail": "", "command": [], "port": 0, "peak_rss_bytes": 0, "cpu_seconds": 0.0}
+                           "log_tail": "", "command": [], "port": 0, "peak_rss_bytes": 0, "cpu_seconds": 0.0,
+                           "environment": c.environment or "main", "urllib3": ""}
                   for c in self.clients}
         self.record["systems"] = list(sysrec.values())
         try:
@@ -94,7 +133,7 @@ class ClientRun:
                             continue
                         self.progress.step(f"{self.sc.name}/{w.name}: {c.name} (repeat {r + 1}/{s.repeat})")
                         try:
-                            res = drive(c.client, url, w, s)
+                            res = drive(c.client, url, w, s, c.environment)
                         except DriverError as e:
                             rec.update(status="failed", error=str(e).splitlines()[0][:300], log_tail=str(e))
                             self.progress.note(f"{c.name}: FAILED: {rec['error']}")
@@ -102,8 +141,9 @@ class ClientRun:
                         per[c.name].append(res)
                         rec["peak_rss_bytes"] = max(rec["peak_rss_bytes"], res["peak_rss_bytes"])
                         rec["cpu_seconds"] = round(rec["cpu_seconds"] + res["cpu_seconds"], 3)
-                        if res.get("version") and rec["version"] in ("", "unknown", "not installed"):
-                            rec["version"] = res["version"]
+                        if res.get("version") and (c.environment or rec["version"] in ("", "unknown", "not installed")):
+                            rec["version"] = res["version"]  # a separate environment: only its driver knows
+                        rec["urllib3"] = res.get("urllib3", "")
                         self.progress.note(f"{c.name}: {res['rps']:,.0f} req/s, p99 {res['latency_us']['p99']} us")
                         wrec["results"] = {n: self._summarise(v) for n, v in per.items() if v}
         finally:

@@ -27,6 +27,7 @@ PLACEHOLDERS = ("port", "host", "tmp", "python", "peers", "bin")
 CLIENTS = ("requestx_client", "requests", "httpx", "urllib3", "aiohttp", "pycurl", "pyreqwest", "niquests",
            "requestx")
 
+_ENV_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _PLACEHOLDER = re.compile(r"\$\{([a-z_]+)(?::([A-Za-z0-9_.+-]+))?\}")
 _NAME = re.compile(r"^[a-z][a-z0-9_.+-]*$")
 _HTTP_METHOD = re.compile(r"^[A-Z]+$")
@@ -82,6 +83,9 @@ class Client:
     client: str
     description: str = ""
     version: Version = Version()
+    # a Python environment of its own (a pip_lock_repository name such as "pypi_niquests"): the driver then runs
+    # in a separate interpreter that sees only that environment's site-packages, never the bench's
+    environment: str = ""
 
 
 @dataclass(frozen=True)
@@ -270,15 +274,19 @@ def _workload(ctx, where, t, kind) -> Workload:
 
 
 def _client(ctx, where, t) -> Client:
-    _check_keys(ctx, where, t, ("name", "client"), ("role", "description", "version"))
+    _check_keys(ctx, where, t, ("name", "client"), ("role", "description", "version", "environment"))
     name = _name(ctx, where, t["name"])
     where = f"{where} {name!r}"
+    env = t.get("environment", "")
+    if not isinstance(env, str) or (env and not _ENV_NAME.match(env)):
+        ctx.fail(where, f"environment {env!r} must be a repository name such as 'pypi_niquests'")
     return Client(
         name=name,
         role=_enum(ctx, where, t.get("role", "peer"), "role", ROLES),
         client=_enum(ctx, where, t["client"], "client", CLIENTS),
         description=_str(ctx, where, t.get("description", ""), "description", empty_ok=True),
         version=_version(ctx, where, t["version"]) if "version" in t else Version(),
+        environment=env,
     )
 
 

@@ -92,6 +92,11 @@ name = "requests"
 client = "requests"
 version = {{ dist = "requests" }}
 
+[[clients]]
+name = "niquests"
+client = "niquests"
+environment = "pypi_niquests"
+
 [[workloads]]
 name = "ping"
 path = "/ping"

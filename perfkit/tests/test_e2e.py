@@ -52,12 +52,21 @@ def test_server_and_client_scenarios_end_to_end(tmp_path, tiny_dir, perfkit_load
     client = by_name["tinyclient"]
     assert client["status"] == "ok"
     cw = client["workloads"][0]
-    for name in ("urllib3", "requests"):
+    for name in ("urllib3", "requests", "niquests"):
         res = cw["results"][name]
         assert res["max_rps"]["median"] > 20 and res["errors"] == 0
         assert res["latency_us"]["p50"]["median"] > 0
     vers = {s["name"]: s["version"] for s in client["systems"]}
     assert vers["urllib3"][0].isdigit() and vers["requests"][0].isdigit()
+    # niquests ran in its own interpreter on @pypi_niquests: its urllib3 is urllib3-future, while the
+    # requests driver (the bench's environment) imported the real urllib3 - and niquests is not in the main env
+    csys = {s["name"]: s for s in client["systems"]}
+    assert csys["niquests"]["status"] == "ok" and csys["niquests"]["environment"] == "pypi_niquests"
+    assert csys["niquests"]["version"][0].isdigit()
+    assert csys["niquests"]["urllib3"].startswith("urllib3-future "), csys["niquests"]
+    assert csys["requests"]["environment"] == "main"
+    assert csys["requests"]["urllib3"].startswith("urllib3 "), csys["requests"]
+    assert cw["results"]["niquests"]["errors"] == 0 and cw["results"]["niquests"]["max_rps"]["median"] > 20
 
     md = (out / "report.md").read_text()
     assert "| tiny / ping |" in md and "| tinyclient / ping |" in md

@@ -132,3 +132,68 @@ def test_rate_reference_sets_the_constant_rates():
     assert run._rate_reference(maxes) == ("sanic", 4000.0)
     del maxes["sanic"]
     assert run._rate_reference(maxes) == ("fastapi", 1500.0)
+
+
+def test_niquests_runs_in_its_own_environment():
+    """The scenario gives niquests the pypi_niquests environment; the interpreter the bench starts for it sees
+    urllib3-future as `urllib3`, and nothing of the bench's own environment (whose urllib3 is the real one)."""
+    import importlib.metadata
+    import json
+    import subprocess
+
+    from perfkit import clients
+
+    sc = Registry.load(SCENARIOS).get("requestx_client")
+    envs = {c.name: c.environment for c in sc.clients}
+    assert envs["niquests"] == "pypi_niquests" and envs["requests"] == ""
+    # this process is the main environment: real urllib3, no niquests
+    assert set(importlib.metadata.packages_distributions()["urllib3"]) == {"urllib3"}
+    with pytest.raises(importlib.metadata.PackageNotFoundError):
+        importlib.metadata.version("niquests")
+
+    cmd, env = clients.driver_command("niquests", "pypi_niquests")
+    assert env["PYTHONPATH"] == clients.environment_site("pypi_niquests")
+    probe = ("import importlib.metadata as m, json, sys, urllib3, niquests, hdrh.histogram\n"
+             "print(json.dumps({'owner': m.packages_distributions()['urllib3'], 'version': urllib3.__version__,"
+             " 'future': m.version('urllib3-future'),"
+             " 'requests': __import__('importlib.util').util.find_spec('requests') is not None,"
+             " 'path': sys.path}))")
+    interp = cmd[:cmd.index(clients.DRIVER)]
+    out = subprocess.run(interp + ["-c", probe], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout)
+    assert seen["owner"] == ["urllib3-future"], seen
+    assert seen["version"] == seen["future"] != importlib.metadata.version("urllib3"), seen
+    assert not seen["requests"], "the bench's environment leaked into niquests' interpreter"
+    assert not any(os.path.isdir(os.path.join(p, "requests")) for p in seen["path"]), seen["path"]
+
+
+def test_a_missing_environment_is_a_clear_driver_error(monkeypatch):
+    from perfkit import clients
+
+    monkeypatch.delenv("PERFKIT_ENV_PYPI_NOPE", raising=False)
+    with pytest.raises(clients.DriverError, match="environment pypi_nope not found"):
+        clients.driver_command("niquests", "pypi_nope")
+
+
+def test_environment_must_be_a_repository_name(tmp_path):
+    text = '''
+name = "c"
+kind = "client"
+[server]
+name = "s"
+command = ["${python}", "-m", "http.server", "${port}"]
+ready = "http://127.0.0.1:${port}/"
+[[clients]]
+name = "niquests"
+role = "service"
+client = "niquests"
+environment = "../elsewhere"
+[[workloads]]
+name = "root"
+path = "/"
+'''
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    with pytest.raises(ScenarioError, match="environment '../elsewhere' must be a repository name"):
+        load_file(str(path))
