@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import ipaddress
 import os
 import signal
+import socket
 import sys
 
 from . import compare as compare_mod
@@ -55,6 +57,27 @@ def _bin(text: str) -> tuple[str, str]:
         raise argparse.ArgumentTypeError(f"--bin {text!r}: use NAME=PATH")
     k, v = text.split("=", 1)
     return k.strip(), v.strip()
+
+
+def metrics_addr_error(addr: str) -> str | None:
+    """Why ``--metrics-addr`` cannot be served, or None. Checked before anything starts: every load run binds it
+    in turn, so a taken port or a typo would otherwise fail every system one by one."""
+    host, sep, port = addr.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        return f"--metrics-addr {addr!r}: use HOST:PORT, e.g. 127.0.0.1:9464"
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return f"--metrics-addr {addr!r}: {host!r} is not an IP address (the load engine needs one)"
+    fam = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+    with socket.socket(fam, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, int(port)))
+        except OSError as e:
+            return f"--metrics-addr {addr}: cannot listen there: {e.strerror or e}"
+    return None
 
 
 def _user_path(p: str) -> str:
@@ -129,6 +152,9 @@ def run_bench(argv: list[str]) -> int:
         selection = reg.select(a.only)
     except ScenarioError as e:
         print(f"perfkit: error: {e}", file=sys.stderr)
+        return 2
+    if a.metrics_addr and (err := metrics_addr_error(a.metrics_addr)):
+        print(f"perfkit: error: {err}", file=sys.stderr)
         return 2
     preset = SUITES[a.suite]
     bins = resolve_bins(dict(a.bin))

@@ -199,7 +199,7 @@ class ServerRun:
         try:
             res = loadgen.run(s.load_bin, _url(st, w), mode=w.mode, method=w.method, body=w.body,
                               headers=w.headers, connections=w.connections, duration=duration, warmup=warmup,
-                              rate=rate, cpus=s.load_cpus, scenario=f"{self.sc.name}/{w.name}",
+                              rate=rate, cpus=s.load_cpus, scenario=f"{self.sc.name}/{w.name}/{st.system.name}",
                               metrics_addr=s.metrics_addr)
         except loadgen.LoadError as e:
             if self._check_alive(st):

@@ -4,8 +4,15 @@ report.html written; a failed system reported with its log tail while the suite 
 
 import json
 import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 
-from conftest import run_cli
+import pytest
+from conftest import cli_env, run_cli
+from prometheus_client.parser import text_string_to_metric_families
 
 from perfkit import results
 
@@ -82,3 +89,60 @@ def test_server_and_client_scenarios_end_to_end(tmp_path, tiny_dir, perfkit_load
     r = run_cli(["report", str(out)], timeout=60)
     assert r.returncode == 0, r.stderr
     assert (out / "report.md").read_text() == md
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_metrics_addr_serves_live_load_metrics_during_a_run(tmp_path, tiny_dir, perfkit_load):
+    """--metrics-addr: while the bench runs, a Prometheus-style scrape of that address returns the load engine's
+    live series, labelled with scenario/workload/system, for the closed-loop probe and the constant-rate runs."""
+    port = _free_port()
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "perfkit", "--scenarios", str(tiny_dir), "--only", "tiny/asgi-a", "--repeat", "1",
+         "--duration", "1", "--probe", "1", "--warmup", "0.2", "--out", str(out), "--quiet",
+         "--bin", f"perfkit-load={perfkit_load}", "--metrics-addr", f"127.0.0.1:{port}"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=cli_env())
+    scrapes, target_rates, max_ok = 0, set(), 0.0
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=1) as r:
+                text = r.read().decode()
+        except OSError:  # between two load runs nothing listens: a real Prometheus sees a failed scrape too
+            time.sleep(0.05)
+            continue
+        scrapes += 1
+        for fam in text_string_to_metric_families(text):
+            for smp in fam.samples:
+                assert smp.labels.get("scenario") == "tiny/ping/asgi-a", smp
+                if smp.name == "perfkit_load_requests_total" and smp.labels["outcome"] == "2xx":
+                    max_ok = max(max_ok, smp.value)
+                if smp.name == "perfkit_load_target_rate":
+                    target_rates.add(smp.value)
+        time.sleep(0.05)
+    output = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 0, output
+    assert scrapes >= 5, output
+    assert max_ok > 10, (max_ok, output)
+    assert 0.0 in target_rates and any(r > 0 for r in target_rates), target_rates  # probe, then fixed rates
+    assert json.loads((out / "results.json").read_text())["scenarios"][0]["status"] == "ok"
+    # after the run nothing is left listening there
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=1)
+
+
+def test_metrics_addr_is_checked_before_anything_starts(tmp_path, tiny_dir, perfkit_load):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        for addr, message in ((f"127.0.0.1:{busy}", "cannot listen there"), ("localhost:9464", "not an IP address"),
+                              ("9464", "use HOST:PORT")):
+            r = run_cli(["--scenarios", str(tiny_dir), "--out", str(tmp_path / "o"), "--bin",
+                         f"perfkit-load={perfkit_load}", "--metrics-addr", addr], timeout=60)
+            assert r.returncode == 2 and message in r.stderr, (addr, r.stderr)
