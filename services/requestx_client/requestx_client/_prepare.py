@@ -285,10 +285,9 @@ class ClientBase:
         return prep
 
     def _plain_options(self) -> bool:
-        """Whether the session's own settings give the default native options (no timeout, verify=True
-        without a CA bundle from the environment, no proxies, no client certificate)."""
-        return self.timeout is None and self.verify is True and not self.proxies and self.cert is None \
-            and not self._env_bundle
+        """Whether the session's own settings give the default native options (no timeout, verify=True,
+        no proxies, no client certificate): then they are (None, None, total, bundle or True, None)."""
+        return self.timeout is None and self.verify is True and not self.proxies and self.cert is None
 
     def native_options(self, timeout: Any, verify: Any, proxies: Any, cert: Any = None) -> tuple[Any, ...]:
         """(connect, read, total, verify, proxies) arguments of the native call."""

@@ -53,7 +53,7 @@ class Session(ClientBase):
                 verify: Any = None, cert: Any = None, json: Any = None) -> Response:
         prep = self.prepare(method, url, params, data, headers, cookies, files, auth, json)
         if timeout is None and verify is None and proxies is None and cert is None and self._plain_options():
-            opts: tuple[Any, ...] = (None, None, self.total_timeout, True, None)
+            opts: tuple[Any, ...] = (None, None, self.total_timeout, self._env_bundle or True, None)
         else:
             opts = self.native_options(timeout, verify, proxies, cert)
         stream = self.stream if stream is None else stream

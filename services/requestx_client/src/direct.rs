@@ -7,7 +7,6 @@
 //! thread. Timeouts are socket options (`SO_RCVTIMEO`, connect with a deadline). Anything this
 //! module does not handle (https, proxies, streamed bodies, a total timeout) uses reqwest.
 
-use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::Mutex;
@@ -169,19 +168,21 @@ extern "C" {
 }
 
 pub struct Pool {
-    idle: Mutex<HashMap<(String, u16), Vec<Conn>>>,
+    /// idle connections per (host, port); a short list searched in order (a session talks to few
+    /// hosts), so a lookup allocates nothing
+    idle: Mutex<Vec<(String, u16, Vec<Conn>)>>,
     max_idle_per_host: usize,
     idle_timeout: Option<Duration>,
 }
 
 impl Pool {
     pub fn new(max_idle_per_host: usize, idle_timeout: Option<Duration>) -> Pool {
-        Pool { idle: Mutex::new(HashMap::new()), max_idle_per_host, idle_timeout }
+        Pool { idle: Mutex::new(Vec::new()), max_idle_per_host, idle_timeout }
     }
 
     fn checkout(&self, t: &Target) -> Option<Conn> {
-        let mut map = self.idle.lock().unwrap();
-        let list = map.get_mut(&(t.host.clone(), t.port))?;
+        let mut hosts = self.idle.lock().unwrap();
+        let list = &mut hosts.iter_mut().find(|(h, p, _)| *p == t.port && *h == t.host)?.2;
         while let Some(c) = list.pop() {
             if let Some(max) = self.idle_timeout {
                 if c.idle_since.elapsed() > max {
@@ -198,18 +199,25 @@ impl Pool {
             return;
         }
         c.idle_since = Instant::now();
-        let mut map = self.idle.lock().unwrap();
-        let list = match map.get_mut(&(t.host.clone(), t.port)) {
-            Some(l) => l,
-            None => map.entry((t.host.clone(), t.port)).or_default(),
+        let mut hosts = self.idle.lock().unwrap();
+        let i = match hosts.iter().position(|(h, p, _)| *p == t.port && *h == t.host) {
+            Some(i) => i,
+            None => {
+                if hosts.len() >= 64 {
+                    hosts.retain(|(_, _, l)| !l.is_empty());
+                }
+                hosts.push((t.host.clone(), t.port, Vec::new()));
+                hosts.len() - 1
+            }
         };
+        let list = &mut hosts[i].2;
         if list.len() < self.max_idle_per_host {
             list.push(c);
         }
     }
 
     pub fn idle_count(&self) -> usize {
-        self.idle.lock().unwrap().values().map(|v| v.len()).sum()
+        self.idle.lock().unwrap().iter().map(|(_, _, l)| l.len()).sum()
     }
 }
 

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Interleaved rounds of the sequential-GET scenario (13 bytes, one reused session): requestx_client in
+# its default sync I/O mode (direct) and in the previous default (worker), pycurl and pyreqwest.
+#   RX_PY=<python with requestx_client deps> PEER_PY=<python with pycurl, pyreqwest> bench/ab_direct.sh [ROUNDS] [N]
+# The extension is imported from requestx_client/ (after a Bazel build:
+# cp bazel-bin/services/requestx_client/requestx_client/_native.abi3.so services/requestx_client/requestx_client/).
+# One nginx worker pinned to core 1, every client process pinned to core 0. One JSON line per run on
+# stdout, each with req_per_s and cpu_us_per_req (process CPU time of the measured loop / requests).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${1:-5}
+N=${2:-20000}
+RX_PY=${RX_PY:-python3}
+PEER_PY=${PEER_PY:-$RX_PY}
+PORT=${PORT:-18080}
+export PYTHONPATH=.
+
+python3 bench/nginx.py --port "$PORT" --cpu 1 >/dev/null &
+NGINX=$!
+trap 'kill -TERM $NGINX 2>/dev/null || true; wait $NGINX 2>/dev/null || true' EXIT
+for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.1; done
+
+url="http://127.0.0.1:$PORT"
+run() {  # mode python client
+    REQUESTX_CLIENT_SYNC_IO=$1 taskset -c 0 "$2" bench/bench_sync.py --url "$url" --client "$3" \
+        --scenario get --n "$N" || true
+}
+for r in $(seq "$ROUNDS"); do
+    run direct "$RX_PY" requestx_client
+    run - "$PEER_PY" pycurl
+    run - "$PEER_PY" pyreqwest
+    run worker "$RX_PY" requestx_client
+done
