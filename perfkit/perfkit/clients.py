@@ -23,14 +23,21 @@ class DriverError(RuntimeError):
     pass
 
 
+def cache_dir() -> str:
+    """Where hand-built, opt-in client environments live: $PERFMONO_CACHE, else ~/.cache/perfmono."""
+    return os.environ.get("PERFMONO_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "perfmono")
+
+
 def environment_site(name: str) -> str:
     """The site-packages folder of the Python environment ``name`` (a pip_lock_repository, e.g. pypi_niquests).
 
     ``PERFKIT_ENV_<NAME>`` wins (a folder, for runs outside Bazel); else ``<runfiles>/<name>/site``, where the
     runfiles root is taken from RUNFILES_DIR / TEST_SRCDIR or from the bench's own ``<runfiles>/pypi/site``
-    entry of sys.path (Bazel ships the environment as data of //perfkit:bench, never as an import path).
+    entry of sys.path (Bazel ships the environment as data of //perfkit:bench, never as an import path); else
+    ``<cache_dir>/envs/<name>/site`` (opt-in environments built by a script, never by Bazel).
     """
     override = os.environ.get("PERFKIT_ENV_" + name.upper())
+    cache = os.path.join(cache_dir(), "envs", name, "site")
     if override:
         if os.path.isdir(override):
             return os.path.abspath(override)
@@ -40,6 +47,8 @@ def environment_site(name: str) -> str:
     for root in roots:
         if root and os.path.isdir(os.path.join(root, name, "site")):
             return os.path.join(root, name, "site")
+    if os.path.isdir(cache):  # an opt-in environment built by hand (see the scenario's `build`)
+        return cache
     raise DriverError(f"environment {name} not found: add @{name} to the data of the bench target, "
                       f"or set PERFKIT_ENV_{name.upper()} to its site-packages folder")
 
@@ -111,6 +120,14 @@ class ClientRun:
                            "environment": c.environment or "main", "urllib3": ""}
                   for c in self.clients}
         self.record["systems"] = list(sysrec.values())
+        for c in self.clients:
+            if c.build:
+                try:
+                    environment_site(c.environment)
+                except DriverError:
+                    how = c.build.replace("${python}", sys.executable)
+                    sysrec[c.name].update(status="skipped", error=f"skipped: not built, run {how}")
+                    self.progress.note(f"{c.name}: skipped: not built, run {how}")
         try:
             self.progress.step(f"{self.sc.name}: start server {self.sc.server.name}")
             start_system(server, s, s.load_cpus)

@@ -37,7 +37,7 @@ Medians of {{ doc.settings.repeat }} repeat(s).</p>
 {% for img in w.images %}<img alt="{{ img.alt }}" src="data:image/png;base64,{{ img.data }}">{% endfor %}
 {% endfor %}
 {% for f in sc.failed %}
-<p class="failed"><b>{{ f.name }} failed</b>: {{ f.error }}</p>{% if f.log_tail %}<pre>{{ f.log_tail }}</pre>{% endif %}
+<p class="failed"><b>{{ f.name }} {{ f.status or "failed" }}</b>: {{ f.error }}</p>{% if f.log_tail %}<pre>{{ f.log_tail }}</pre>{% endif %}
 {% endfor %}
 {% endfor %}
 </body></html>

@@ -194,7 +194,7 @@ def render(doc: dict) -> str:
         if sc["kind"] == "client" and sc.get("server", {}).get("status") == "failed":
             failed.insert(0, sc["server"])
         for x in failed:
-            out += [f"**{x['name']} failed**: {x['error']}", ""]
+            out += [f"**{x['name']} {x.get('status', 'failed')}**: {x['error']}", ""]
             if x.get("log_tail"):
                 out += ["```", x["log_tail"].rstrip()[-3000:], "```", ""]
     return "\n".join(out).rstrip() + "\n"

@@ -86,6 +86,9 @@ class Client:
     # a Python environment of its own (a pip_lock_repository name such as "pypi_niquests"): the driver then runs
     # in a separate interpreter that sees only that environment's site-packages, never the bench's
     environment: str = ""
+    # an opt-in client whose environment is built by hand: how to build it. Without its environment the client
+    # is reported as skipped with this hint (``${python}`` = the bench's interpreter) instead of failing
+    build: str = ""
 
 
 @dataclass(frozen=True)
@@ -273,8 +276,16 @@ def _workload(ctx, where, t, kind) -> Workload:
                     connections=conns, suites=suites)
 
 
+def _build(ctx, where, t, env: str) -> str:
+    if "build" not in t:
+        return ""
+    if not env:
+        ctx.fail(where, "'build' needs an 'environment' (the folder that command builds)")
+    return _str(ctx, where, t["build"], "build")
+
+
 def _client(ctx, where, t) -> Client:
-    _check_keys(ctx, where, t, ("name", "client"), ("role", "description", "version", "environment"))
+    _check_keys(ctx, where, t, ("name", "client"), ("role", "description", "version", "environment", "build"))
     name = _name(ctx, where, t["name"])
     where = f"{where} {name!r}"
     env = t.get("environment", "")
@@ -287,6 +298,7 @@ def _client(ctx, where, t) -> Client:
         description=_str(ctx, where, t.get("description", ""), "description", empty_ok=True),
         version=_version(ctx, where, t["version"]) if "version" in t else Version(),
         environment=env,
+        build=_build(ctx, where, t, env),
     )
 
 

@@ -97,6 +97,12 @@ name = "niquests"
 client = "niquests"
 environment = "pypi_niquests"
 
+[[clients]]
+name = "requestx"
+client = "requestx"
+environment = "requestx_original"
+build = "build_it.sh ${{python}} (~20 min)"
+
 [[workloads]]
 name = "ping"
 path = "/ping"

@@ -146,6 +146,11 @@ def test_niquests_runs_in_its_own_environment():
     sc = Registry.load(SCENARIOS).get("requestx_client")
     envs = {c.name: c.environment for c in sc.clients}
     assert envs["niquests"] == "pypi_niquests" and envs["requests"] == ""
+    builds = {c.name: c.build for c in sc.clients}
+    assert builds["requestx"].startswith("perfkit/peers/build_requestx_original.sh ${python}")
+    script = os.path.join(PERFKIT_DIR, "peers", "build_requestx_original.sh")
+    assert os.access(script, os.X_OK), script
+    assert subprocess.run(["bash", "-n", script]).returncode == 0  # at least it parses
     # this process is the main environment: real urllib3, no niquests
     assert set(importlib.metadata.packages_distributions()["urllib3"]) == {"urllib3"}
     with pytest.raises(importlib.metadata.PackageNotFoundError):
@@ -196,4 +201,7 @@ path = "/"
     path = tmp_path / "c.toml"
     path.write_text(text)
     with pytest.raises(ScenarioError, match="environment '../elsewhere' must be a repository name"):
+        load_file(str(path))
+    path.write_text(text.replace('environment = "../elsewhere"', 'build = "make it"'))
+    with pytest.raises(ScenarioError, match="'build' needs an 'environment'"):
         load_file(str(path))
