@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Interleaved rounds of the sequential-GET scenario (13 bytes, one reused session): requestx_client in
-# its default sync I/O mode (direct) and in the previous default (worker), pycurl and pyreqwest.
+# its default sync I/O mode (direct) and in the previous default (worker), pycurl and pyreqwest; then
+# the direct mode with 4 threads sharing one session (N/4 requests per thread).
 #   RX_PY=<python with requestx_client deps> PEER_PY=<python with pycurl, pyreqwest> bench/ab_direct.sh [ROUNDS] [N]
 # The extension is imported from requestx_client/ (after a Bazel build:
 # cp bazel-bin/services/requestx_client/requestx_client/_native.abi3.so services/requestx_client/requestx_client/).
@@ -21,13 +22,15 @@ trap 'kill -TERM $NGINX 2>/dev/null || true; wait $NGINX 2>/dev/null || true' EX
 for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.1; done
 
 url="http://127.0.0.1:$PORT"
-run() {  # mode python client
+run() {  # mode python client [threads]
+    local threads=${4:-1}
     REQUESTX_CLIENT_SYNC_IO=$1 taskset -c 0 "$2" bench/bench_sync.py --url "$url" --client "$3" \
-        --scenario get --n "$N" || true
+        --scenario get --threads "$threads" --n $((N / threads)) || true
 }
 for r in $(seq "$ROUNDS"); do
     run direct "$RX_PY" requestx_client
     run - "$PEER_PY" pycurl
     run - "$PEER_PY" pyreqwest
     run worker "$RX_PY" requestx_client
+    run direct "$RX_PY" requestx_client 4
 done
