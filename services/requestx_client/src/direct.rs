@@ -41,7 +41,24 @@ const READ_CHUNK: usize = 16 * 1024;
 pub fn valid_header_name(name: &[u8]) -> bool {
     !name.is_empty()
         && name.iter().all(|&b| {
-            b.is_ascii_alphanumeric() || matches!(b, b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^' | b'_' | b'`' | b'|' | b'~')
+            b.is_ascii_alphanumeric()
+                || matches!(
+                    b,
+                    b'!' | b'#'
+                        | b'$'
+                        | b'%'
+                        | b'&'
+                        | b'\''
+                        | b'*'
+                        | b'+'
+                        | b'-'
+                        | b'.'
+                        | b'^'
+                        | b'_'
+                        | b'`'
+                        | b'|'
+                        | b'~'
+                )
         })
 }
 
@@ -152,9 +169,7 @@ impl Conn {
         use std::os::fd::AsRawFd;
         let mut b = [0u8; 1];
         // SAFETY: recv into a 1-byte stack buffer on a socket we own
-        let n = unsafe {
-            libc_recv(self.stream.as_raw_fd(), b.as_mut_ptr(), 1, MSG_PEEK | MSG_DONTWAIT)
-        };
+        let n = unsafe { libc_recv(self.stream.as_raw_fd(), b.as_mut_ptr(), 1, MSG_PEEK | MSG_DONTWAIT) };
         // 0: orderly shutdown; > 0: stray bytes; -1 with EAGAIN: alive and quiet
         n >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::WouldBlock
     }
@@ -224,9 +239,10 @@ impl Pool {
 fn connect(t: &Target, timeout: Option<Duration>) -> Result<Conn, Failure> {
     let addrs: Vec<SocketAddr> = match t.ip {
         Some(ip) => vec![SocketAddr::new(ip, t.port)],
-        None => (t.host.as_str(), t.port).to_socket_addrs().map(|a| a.collect()).map_err(|e| {
-            Failure::new(ErrKind::Connection, format!("failed to resolve {:?}: {e}", t.host))
-        })?,
+        None => (t.host.as_str(), t.port)
+            .to_socket_addrs()
+            .map(|a| a.collect())
+            .map_err(|e| Failure::new(ErrKind::Connection, format!("failed to resolve {:?}: {e}", t.host)))?,
     };
     let mut last: Option<io::Error> = None;
     let deadline = timeout.map(|d| Instant::now() + d);
@@ -255,7 +271,10 @@ fn connect(t: &Target, timeout: Option<Duration>) -> Result<Conn, Failure> {
     if matches!(e.kind(), io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock) {
         Err(Failure::new(ErrKind::ConnectTimeout, format!("error sending request for url ({url}): connect timed out")))
     } else {
-        Err(Failure::new(ErrKind::Connection, format!("error sending request for url ({url}): client error (Connect): {e}")))
+        Err(Failure::new(
+            ErrKind::Connection,
+            format!("error sending request for url ({url}): client error (Connect): {e}"),
+        ))
     }
 }
 
@@ -313,7 +332,9 @@ pub fn send(
                 if !req.idempotent {
                     return Err(Failure::new(
                         ErrKind::Connection,
-                        format!("connection closed before a response arrived (request not retried: not idempotent): {e}"),
+                        format!(
+                            "connection closed before a response arrived (request not retried: not idempotent): {e}"
+                        ),
                     ));
                 }
             }
@@ -328,10 +349,9 @@ pub fn send(
             }
             Ok(answer)
         }
-        Err(ExchangeError::NoResponse(e)) => Err(Failure::new(
-            ErrKind::Connection,
-            format!("connection closed before a response arrived: {e}"),
-        )),
+        Err(ExchangeError::NoResponse(e)) => {
+            Err(Failure::new(ErrKind::Connection, format!("connection closed before a response arrived: {e}")))
+        }
         Err(ExchangeError::Fail(f)) => Err(f),
     }
 }
@@ -364,11 +384,20 @@ fn fill(stream: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<usize> {
     }
 }
 
-fn exchange(conn: &mut Conn, req: &WireRequest, read_timeout: Option<Duration>) -> Result<(Answer, bool), ExchangeError> {
-    let transport = |e: io::Error| ExchangeError::Fail(Failure::new(ErrKind::Connection, format!("connection error: {e}")));
+fn exchange(
+    conn: &mut Conn,
+    req: &WireRequest,
+    read_timeout: Option<Duration>,
+) -> Result<(Answer, bool), ExchangeError> {
+    let transport =
+        |e: io::Error| ExchangeError::Fail(Failure::new(ErrKind::Connection, format!("connection error: {e}")));
     conn.set_read_timeout(read_timeout).map_err(transport)?;
     if let Err(e) = write_request(conn, req) {
-        return Err(if is_timeout(&e) { ExchangeError::Fail(read_timeout_failure()) } else { ExchangeError::NoResponse(e) });
+        return Err(if is_timeout(&e) {
+            ExchangeError::Fail(read_timeout_failure())
+        } else {
+            ExchangeError::NoResponse(e)
+        });
     }
     let mut buf = std::mem::take(&mut conn.buf);
     buf.clear();
@@ -462,7 +491,10 @@ fn exchange(conn: &mut Conn, req: &WireRequest, read_timeout: Option<Duration>) 
         }
         match fill(&mut conn.stream, &mut buf) {
             Ok(0) if buf.is_empty() => {
-                return Err(ExchangeError::NoResponse(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed")))
+                return Err(ExchangeError::NoResponse(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "connection closed",
+                )))
             }
             Ok(0) => {
                 return Err(ExchangeError::Fail(Failure::new(
@@ -473,7 +505,9 @@ fn exchange(conn: &mut Conn, req: &WireRequest, read_timeout: Option<Duration>) 
             Ok(_) => {}
             Err(e) if is_timeout(&e) => return Err(ExchangeError::Fail(read_timeout_failure())),
             Err(e) if buf.is_empty() => return Err(ExchangeError::NoResponse(e)),
-            Err(e) => return Err(ExchangeError::Fail(Failure::new(ErrKind::Connection, format!("connection error: {e}")))),
+            Err(e) => {
+                return Err(ExchangeError::Fail(Failure::new(ErrKind::Connection, format!("connection error: {e}"))))
+            }
         }
     };
     // --- body ---
@@ -481,7 +515,10 @@ fn exchange(conn: &mut Conn, req: &WireRequest, read_timeout: Option<Duration>) 
         if is_timeout(&e) {
             ExchangeError::Fail(read_timeout_failure())
         } else {
-            ExchangeError::Fail(Failure::new(ErrKind::ChunkedEncoding, format!("error reading a body from connection: {e}")))
+            ExchangeError::Fail(Failure::new(
+                ErrKind::ChunkedEncoding,
+                format!("error reading a body from connection: {e}"),
+            ))
         }
     };
     let eof = || io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed before the end of the body");
@@ -493,19 +530,39 @@ fn exchange(conn: &mut Conn, req: &WireRequest, read_timeout: Option<Duration>) 
         Framing::Length(len) => {
             let len = usize::try_from(len).map_err(|_| body_err(io::Error::other("body too large")))?;
             let want = head_len + len;
-            if buf.capacity() < want {
-                buf.reserve(want - buf.len());
-            }
-            while buf.len() < want {
-                match fill(&mut conn.stream, &mut buf) {
-                    Ok(0) => return Err(body_err(eof())),
-                    Ok(_) => {}
-                    Err(e) => return Err(body_err(e)),
+            if len > INLINE_BODY_MAX && buf.len() < want {
+                // a large body is read straight into its own buffer: no second copy of it
+                let mut body = Vec::with_capacity(len);
+                body.extend_from_slice(&buf[head_len..]);
+                buf.clear();
+                while body.len() < len {
+                    let room = len - body.len();
+                    let at = body.len();
+                    // SAFETY: reading into the spare capacity; only `n` bytes are then marked initialised
+                    let spare = unsafe { std::slice::from_raw_parts_mut(body.as_mut_ptr().add(at), room) };
+                    match conn.stream.read(spare) {
+                        Ok(0) => return Err(body_err(eof())),
+                        Ok(n) => unsafe { body.set_len(at + n) },
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(body_err(e)),
+                    }
                 }
+                Bytes::from(body)
+            } else {
+                if buf.capacity() < want {
+                    buf.reserve(want - buf.len());
+                }
+                while buf.len() < want {
+                    match fill(&mut conn.stream, &mut buf) {
+                        Ok(0) => return Err(body_err(eof())),
+                        Ok(_) => {}
+                        Err(e) => return Err(body_err(e)),
+                    }
+                }
+                let body = Bytes::copy_from_slice(&buf[head_len..want]);
+                buf.drain(..want);
+                body
             }
-            let body = Bytes::copy_from_slice(&buf[head_len..want]);
-            buf.drain(..want);
-            body
         }
         Framing::Chunked => {
             let mut out: Vec<u8> = Vec::new();
@@ -578,7 +635,10 @@ fn exchange(conn: &mut Conn, req: &WireRequest, read_timeout: Option<Duration>) 
                     }
                 }
                 if &buf[pos..pos + 2] != b"\r\n" {
-                    return Err(ExchangeError::Fail(Failure::new(ErrKind::ChunkedEncoding, "missing CRLF after a chunk")));
+                    return Err(ExchangeError::Fail(Failure::new(
+                        ErrKind::ChunkedEncoding,
+                        "missing CRLF after a chunk",
+                    )));
                 }
                 pos += 2;
                 if pos > 64 * 1024 {

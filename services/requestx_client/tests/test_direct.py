@@ -214,3 +214,12 @@ def test_garbage_response_is_a_connection_error():
     with RawServer(lambda c, r, h: b"this is not HTTP\r\n\r\n") as srv:
         with pytest.raises(exc.ConnectionError):
             requests.get(srv.url)
+
+
+def test_large_body_then_reuse(server):
+    # > 64 KiB with Content-Length: read straight into the body's own buffer
+    with requests.Session() as s:
+        r = s.get(server.url + "/big?size=3000001")
+        assert len(r.content) == 3000001 and r.content[:3] == b"xxx"
+        assert s.get(server.url + "/echo").json()["method"] == "GET"
+        assert s._native.direct_idle_count() == 1
