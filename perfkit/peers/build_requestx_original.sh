@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the original `requestx` client (PyPI, sdist only: a Rust extension built with maturin, ~20 min on
-# 2 cores) into an environment of its own for the bench's opt-in `requestx` client of the requestx_client scenario:
+# Builds the original `requestx` client (PyPI, sdist only: a Rust extension built with maturin; 7 min here
+# on 2 cores with other builds running, allow 10-20) into an environment of its own for the bench's opt-in `requestx` client of the requestx_client scenario:
 #
 #   perfkit/peers/build_requestx_original.sh [PYTHON]
 #
@@ -21,7 +21,7 @@ echo "building requestx $version with $python into $dest (~20 min)..."
 "$python" -m pip install --no-input --disable-pip-version-check --no-warn-script-location \
   --no-binary requestx --target "$tmp/site" "requestx==$version" "hdrhistogram==0.10.8"
 # the same isolation the bench uses: no site-packages but this folder
-PYTHONPATH="$tmp/site" "$python" -S -s -c "import requestx, hdrh.histogram; s = requestx.Session(); print('requestx', requestx.__name__, 'imports')"
+PYTHONPATH="$tmp/site" "$python" -S -s -c "import requestx, hdrh.histogram; requestx.Client().close(); print('requestx', requestx.__version__, 'imports')"
 rm -rf "$dest"
 mv "$tmp" "$dest"
 trap - EXIT

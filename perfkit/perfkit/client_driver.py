@@ -28,7 +28,7 @@ DISTS = {"requestx_client": "requestx-client", "pycurl": "pycurl", "pyreqwest": 
 
 
 def make_sync(client: str, url: str, method: str, body: bytes | None):
-    if client in ("requests", "requestx_client", "niquests", "requestx"):
+    if client in ("requests", "requestx_client", "niquests"):
         mod = __import__(client)
         sess = mod.Session()
 
@@ -37,9 +37,9 @@ def make_sync(client: str, url: str, method: str, body: bytes | None):
             r.content
             return r.status_code
         return once
-    if client == "httpx":
-        import httpx
-        c = httpx.Client()
+    if client in ("httpx", "requestx"):
+        # the original requestx (1.x) follows httpx's API (Client, content=), not requests'
+        c = __import__(client).Client()
 
         def once():
             r = c.request(method, url, content=body)
