@@ -133,6 +133,11 @@ def test_oversized_body_413(server):
             yield b"x" * 65536
     r = c.post("/items", content=chunks())  # chunked, no Content-Length
     assert r.status_code == 413
+    # the body was left unread, so the server will not reuse this connection: the answer must say so,
+    # or the client sends its next request into a closing socket ("Server disconnected")
+    assert r.headers.get("connection") == "close"
+    for _ in range(3):
+        assert c.post("/items", content=b"{", headers={"content-type": "application/json"}).status_code == 400
 
 
 @pytest.mark.parametrize("body,status,title", [

@@ -104,21 +104,13 @@ class ItemRepository:
         return n > 0
 
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS items (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    name TEXT NOT NULL,
-    price REAL NOT NULL,
-    tags TEXT NOT NULL DEFAULT '[]'
-);
-CREATE INDEX IF NOT EXISTS items_price ON items(price);
-"""
+from .app_schema import SCHEMA  # noqa: E402  (its own module: the server imports it without building the app)
 
 
 async def database(settings: Settings) -> AsyncIterator[SQLitePool]:
     pool = await SQLitePool(settings.db_path, settings.pool_size).open()
     try:
-        await pool.run("executescript", SCHEMA)
+        await pool.run("executescript", SCHEMA)  # a no-op when the server prepared the file already
         yield pool
     finally:
         await pool.close()

@@ -30,6 +30,33 @@ __all__ = ["App"]
 log = logging.getLogger("aquilia_app")
 _EMPTY: dict = {}
 UNMATCHED = "<unmatched>"
+_CLOSE = (b"connection", b"close")
+
+
+def _body_unread(headers, req) -> bool:
+    """True when the request announced a body that the app has not read to the end.
+
+    Servers cannot reuse such a connection (granian closes it right after the response, without
+    saying so), so an error answered before the body was consumed must carry ``Connection: close``;
+    otherwise a keep-alive client may send its next request into a socket that is being closed.
+    Only called on error responses, never on the hot path.
+    """
+    if req is not None and req._body is not None:
+        return False
+    for k, v in headers:
+        if k == b"content-length":
+            if v.strip() != b"0":
+                return True
+        elif k == b"transfer-encoding":
+            return True
+    return False
+
+
+def _closing(resp: Response) -> Response:
+    """A copy of ``resp`` that also says ``Connection: close`` (never mutates shared responses)."""
+    out = Response(resp.body, resp.status)
+    out.raw_headers = [h for h in resp.raw_headers if h[0] != b"connection"] + [_CLOSE]
+    return out
 
 
 class _Endpoint:
@@ -375,6 +402,8 @@ class App:
                 exc = e
                 log.exception("unhandled error in %s %s", method, label)
                 resp = problem(500, "Internal Server Error", f"{type(e).__name__}: {e}" if self.debug else None)
+        if resp.status >= 400 and resp.__class__ is Response and _body_unread(headers, req):
+            resp = _closing(resp)
         try:
             if resp.__class__ is Response:
                 await send({"type": "http.response.start", "status": resp.status, "headers": resp.raw_headers})

@@ -8,10 +8,60 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["SQLitePool", "Connection"]
+__all__ = ["SQLitePool", "Connection", "connect_wal", "prepare_database"]
+
+BUSY_TIMEOUT_MS = 10_000
+_WAL_ATTEMPTS = 50  # x up to 0.1 s: bounded, then the error surfaces
+
+
+def _retry_busy(fn, *args):
+    """Run ``fn`` again while SQLite reports the file locked, a bounded number of times.
+
+    Switching the journal mode needs an exclusive lock, and SQLite answers SQLITE_BUSY at once there
+    (it does not always call the busy handler), so several workers opening the same new file at the
+    same moment can each see "database is locked".  A short, growing sleep resolves it.
+    """
+    for attempt in range(_WAL_ATTEMPTS):
+        try:
+            return fn(*args)
+        except sqlite3.OperationalError as e:
+            msg = str(e)
+            if ("locked" not in msg and "busy" not in msg) or attempt == _WAL_ATTEMPTS - 1:
+                raise
+            time.sleep(min(0.1, 0.005 * (attempt + 1)))
+
+
+def connect_wal(path: str) -> sqlite3.Connection:
+    """Open ``path`` with a busy timeout, in WAL mode (set only if the file is not WAL already)."""
+    raw = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+    try:
+        raw.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        mode = _retry_busy(lambda: raw.execute("PRAGMA journal_mode").fetchone()[0])
+        if str(mode).lower() != "wal":
+            _retry_busy(lambda: raw.execute("PRAGMA journal_mode=WAL").fetchone())
+        raw.execute("PRAGMA synchronous=NORMAL")
+    except BaseException:
+        raw.close()
+        raise
+    raw.isolation_level = ""  # back to implicit transactions for `with conn:`
+    return raw
+
+
+def prepare_database(path: str, schema: str) -> None:
+    """Create the schema and switch the file to WAL once, before any worker opens it.
+
+    WAL mode is stored in the file, so workers started afterwards find it set and never need the
+    exclusive lock that changing it takes.
+    """
+    raw = connect_wal(path)
+    try:
+        _retry_busy(raw.executescript, schema)
+    finally:
+        raw.close()
 
 
 class Connection:
@@ -64,11 +114,7 @@ class SQLitePool:
         loop = asyncio.get_running_loop()
 
         def connect():
-            raw = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=10)
-            raw.execute("PRAGMA journal_mode=WAL")
-            raw.execute("PRAGMA synchronous=NORMAL")
-            raw.isolation_level = ""  # back to implicit transactions for `with conn:`
-            return raw
+            return connect_wal(self.path)
 
         self._idle = asyncio.Queue()
         for _ in range(self.size):

@@ -54,6 +54,12 @@ def _prepare_env(a: argparse.Namespace) -> None:
         d = tempfile.mkdtemp(prefix="aquilia_app_db_")
         atexit.register(shutil.rmtree, d, True)
         os.environ["AQUILIA_APP_DB"] = os.path.join(d, "items.sqlite3")
+    if a.app.startswith("aquilia_app.app:"):
+        # Schema and WAL set-up once, here in the parent, before the workers start: N workers doing it
+        # at the same moment on a new file contend for SQLite's exclusive lock.
+        from .app_schema import SCHEMA
+        from .db import prepare_database
+        prepare_database(os.environ["AQUILIA_APP_DB"], SCHEMA)
     if a.workers > 1 and not a.no_metrics:
         mdir = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
         if mdir:
