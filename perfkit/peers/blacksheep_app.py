@@ -4,9 +4,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from blacksheep import Application, json, text  # noqa: E402
+from blacksheep import Application, html, json, text  # noqa: E402
 
-from payloads import JSON_SMALL, PONG  # noqa: E402
+from payloads import JSON_LARGE, JSON_SMALL, PONG, render_html  # noqa: E402
 
 app = Application()
 
@@ -19,3 +19,13 @@ async def ping():
 @app.router.get("/json")
 async def json_small():
     return json(JSON_SMALL)
+
+
+@app.router.get("/json-large")
+async def json_large():
+    return json(JSON_LARGE)
+
+
+@app.router.get("/html")
+async def page():
+    return html(render_html())

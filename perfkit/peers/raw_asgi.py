@@ -1,4 +1,5 @@
-"""The floor for ASGI frameworks: a raw ASGI app (a dict lookup, orjson, two sends), no framework.
+"""The floor for ASGI frameworks: a raw ASGI app (a dict lookup, orjson or the precompiled Jinja2 page,
+two sends), no framework.
 
     uvicorn raw_asgi:app --app-dir PEERS ...     granian --interface asgi --working-dir PEERS raw_asgi:app
 """
@@ -9,13 +10,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import orjson  # noqa: E402
 
-from payloads import JSON_SMALL, PONG  # noqa: E402
+from payloads import JSON_LARGE, JSON_SMALL, PONG, render_html  # noqa: E402
 
 TEXT = [(b"content-type", b"text/plain; charset=utf-8")]
 JSON = [(b"content-type", b"application/json")]
+HTML = [(b"content-type", b"text/html; charset=utf-8")]
 ROUTES = {
     "/ping": (TEXT, lambda: PONG),
     "/json": (JSON, lambda: orjson.dumps(JSON_SMALL)),
+    "/json-large": (JSON, lambda: orjson.dumps(JSON_LARGE)),
+    "/html": (HTML, lambda: render_html().encode()),
 }
 
 

@@ -1,5 +1,7 @@
-"""The original aquilia peer, started exactly as the bench starts it (its scenario entry, perfkit's runner),
-serves the same bodies as aquilia_app on /ping, /json, /json-large and /html, over real sockets."""
+"""Every system of the aquilia_app scenario (the original aquilia, Sanic, FastAPI, BlackSheep, the raw ASGI
+floors, aquilia_app with metrics off), started exactly as the bench starts it (its scenario entry,
+perfkit's runner), serves the same bodies as aquilia_app on /ping, /json, /json-large and /html, over
+real sockets."""
 
 import importlib.metadata
 import os
@@ -21,10 +23,9 @@ def servers(tmp_path_factory):
     started = {}
     try:
         for s in sc.systems:
-            if s.name in ("aquilia_app", "aquilia"):
-                st = started[s.name] = Started(s)
-                start_system(st, settings, None)
-                assert st.ok, f"{s.name}: {st.error}\n{st.log_tail}"
+            st = started[s.name] = Started(s)
+            start_system(st, settings, None)
+            assert st.ok, f"{s.name}: {st.error}\n{st.log_tail}"
         yield started
     finally:
         for st in started.values():
@@ -44,14 +45,24 @@ def test_the_original_is_registered_as_such():
     assert os.path.isfile(os.path.join(PEERS, "aquilia_original", "workspace.py"))
 
 
+PEERS_OF_AQUILIA_APP = ["aquilia", "sanic", "fastapi", "blacksheep", "raw-asgi-uvicorn", "raw-asgi-granian",
+                        "aquilia_app-nometrics"]
+
+
+def test_every_system_is_checked():
+    sc = Registry.load(os.path.join(PERFKIT_DIR, "scenarios")).get("aquilia_app")
+    assert sorted(s.name for s in sc.systems) == sorted(["aquilia_app"] + PEERS_OF_AQUILIA_APP)
+
+
+@pytest.mark.parametrize("peer", PEERS_OF_AQUILIA_APP)
 @pytest.mark.parametrize("path", ENDPOINTS)
-def test_same_bytes_as_aquilia_app(servers, path):
+def test_same_bytes_as_aquilia_app(servers, path, peer):
     ours = get(servers["aquilia_app"].port, path)
-    theirs = get(servers["aquilia"].port, path)
+    theirs = get(servers[peer].port, path)
     assert ours[0] == theirs[0] == 200
-    assert theirs[2] == ours[2], f"{path}: {len(theirs[2])} B vs {len(ours[2])} B"
-    # same kind of content (aquilia adds "; charset=utf-8" to application/json)
-    assert theirs[1].split(";")[0] == ours[1].split(";")[0]
+    assert theirs[2] == ours[2], f"{peer} {path}: {len(theirs[2])} B vs {len(ours[2])} B"
+    # same kind of content (some add "; charset=utf-8" to application/json)
+    assert theirs[1].split(";")[0] == ours[1].split(";")[0], f"{peer} {path}"
 
 
 def test_the_original_really_is_aquilia(servers):

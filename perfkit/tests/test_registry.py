@@ -37,6 +37,9 @@ def test_every_scenario_file_loads_and_validates():
     # the four services of the repo are registered, with their peers
     assert {"aquilia_app", "aurora_app", "rpc_app", "requestx_client"} <= set(reg.names())
     assert {"aquilia", "sanic", "fastapi", "blacksheep", "raw-asgi-granian"} <= set(reg.get("aquilia_app").member_names())
+    aq = reg.get("aquilia_app")
+    assert "aquilia_app-nometrics" in aq.member_names()
+    assert {"ping", "json", "json-large", "html"} <= {w.name for w in aq.workloads_for("full")}
     assert "nginx" in reg.get("aurora_app").member_names()
     assert [s.name for s in reg.get("aurora_app").systems if s.role == "floor"] == ["hyper"]
     assert reg.get("rpc_app").workloads[0].mode == "ws"

@@ -1,6 +1,10 @@
 """End-to-end req/s: aquilia_app vs Sanic, FastAPI (uvicorn), BlackSheep (uvicorn) and a raw ASGI app.
 
     python bench/bench_e2e.py [--duration 5] [--connections 50] [--peer-python PY] [--only a,b] [--json out.json]
+                              [--peers PERFKIT_PEERS_DIR]
+
+The peers are perfkit's (perfkit/peers: the same apps and payloads the monorepo bench runs); Bazel ships
+them as data (//perfkit:peer_apps), and from a checkout they are found at ../../../perfkit/peers.
 
 Every server runs one worker pinned to CPU 0 (``taskset -c 0``); the load, ``wrk -t1 -cC -dDs``, runs pinned
 to CPU 1.  Each endpoint gets a 1 s warm-up run first.  Prints a Markdown table of req/s and the
@@ -21,7 +25,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-PEERS = os.path.join(HERE, "peers")
+# perfkit/peers, where it sits both in the source tree and in this binary's Bazel runfiles
+DEFAULT_PEERS = os.path.normpath(os.path.join(HERE, "..", "..", "..", "perfkit", "peers"))
 ENDPOINTS = ["/ping", "/json", "/json-large", "/html"]
 
 
@@ -31,17 +36,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def targets(py: str, peer_py: str):
+def targets(py: str, peer_py: str, peers: str):
     aq = [py, "-m", "aquilia_app", "--workers", "1"]
+    # the peers are started as perfkit's scenario starts them (perfkit/scenarios/aquilia_app.toml)
+    uv = ["-m", "uvicorn", "--app-dir", peers, "--host", "127.0.0.1", "--loop", "uvloop", "--http", "httptools",
+          "--no-access-log", "--log-level", "warning"]
     return {
         "aquilia_app": aq + ["--server", "granian"],
         "aquilia_app-nometrics": aq + ["--server", "granian", "--no-metrics"],
         "aquilia_app-uvicorn": aq + ["--server", "uvicorn"],
-        "raw-granian": [py, os.path.join(PEERS, "raw_asgi.py"), "--server", "granian"],
-        "raw-uvicorn": [py, os.path.join(PEERS, "raw_asgi.py"), "--server", "uvicorn"],
-        "sanic": [peer_py, os.path.join(PEERS, "sanic_app.py")],
-        "fastapi": [peer_py, os.path.join(PEERS, "fastapi_app.py")],
-        "blacksheep": [peer_py, os.path.join(PEERS, "blacksheep_app.py")],
+        "raw-granian": [py, "-m", "granian", "--interface", "asgi", "--host", "127.0.0.1", "--workers", "1",
+                        "--loop", "uvloop", "--no-access-log", "--log-level", "warning", "--working-dir", peers,
+                        "raw_asgi:app"],
+        "raw-uvicorn": [py] + uv + ["raw_asgi:app"],
+        "sanic": [peer_py, os.path.join(peers, "sanic_app.py")],
+        "fastapi": [peer_py] + uv + ["fastapi_app:app"],
+        "blacksheep": [peer_py] + uv + ["blacksheep_app:app"],
     }
 
 
@@ -85,7 +95,7 @@ def wrk(port: int, path: str, duration: float, connections: int, cpu: str) -> di
 def run_target(name, cmd, a) -> dict:
     port = free_port()
     env = os.environ.copy()
-    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "src"), PEERS] + [p for p in sys.path if p])
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "src"), a.peers] + [p for p in sys.path if p])
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     proc = subprocess.Popen(["taskset", "-c", a.server_cpu] + cmd + ["--port", str(port)], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
@@ -123,9 +133,13 @@ def main(argv=None) -> int:
                     help="cycle through all targets N times and keep each one's best req/s (less noise from "
                          "other load on a shared machine)")
     ap.add_argument("--json", help="write the results as JSON")
+    ap.add_argument("--peers", default=DEFAULT_PEERS, help="perfkit's peers folder (default: %(default)s)")
     a = ap.parse_args(argv)
+    a.peers = os.path.abspath(a.peers)
+    if not os.path.isfile(os.path.join(a.peers, "payloads.py")):
+        ap.error(f"--peers: no perfkit peers (payloads.py) in {a.peers}")
     a.endpoints = a.endpoints.split(",")
-    all_targets = targets(sys.executable, a.peer_python)
+    all_targets = targets(sys.executable, a.peer_python, a.peers)
     names = a.only.split(",") if a.only else list(all_targets)
     results: dict = {}
     for rnd in range(a.rounds):
