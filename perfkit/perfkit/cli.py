@@ -116,7 +116,9 @@ def list_scenarios(reg: Registry) -> str:
         if sc.kind == "client":
             lines.append(f"  server: {sc.server.name}")
         for m in sc.members():
-            lines.append(f"  {m.role:<8} {m.name}")
+            only = getattr(m, "suites", None)
+            note = f" (suites: {', '.join(only)})" if only and len(only) < len(SUITES) else ""
+            lines.append(f"  {m.role:<8} {m.name}{note}")
         for w in sc.workloads:
             lines.append(f"  workload {w.name}: {w.method} {w.path} ({w.mode}, suites: {', '.join(w.suites)})")
     return "\n".join(lines) + "\n"

@@ -163,7 +163,9 @@ class ServerRun:
         self.sc = scenario
         self.settings = settings
         self.progress = progress
-        systems = [s for s in scenario.systems if members is None or s.name in members]
+        # named with --only: always run; otherwise only the systems of this suite
+        systems = [s for s in scenario.systems
+                   if (s.name in members if members is not None else settings.suite in s.suites)]
         self.started = [Started(s) for s in systems]
         self.record: dict = {"name": scenario.name, "kind": "server", "description": scenario.description,
                              "status": "ok", "systems": [], "workloads": []}

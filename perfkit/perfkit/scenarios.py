@@ -57,6 +57,7 @@ class System:
     files: dict = field(default_factory=dict)
     version: Version = Version()
     ready_timeout_s: float = 30.0
+    suites: tuple[str, ...] = SUITES  # server scenarios: the suites this system runs in (default: all)
 
     def bins(self) -> set[str]:
         """The ``${bin:NAME}`` binaries this system needs."""
@@ -203,7 +204,7 @@ def _url(ctx, where, v, key, schemes) -> str:
 
 def _system(ctx, where, t, *, roles=ROLES) -> System:
     _check_keys(ctx, where, t, ("name", "command", "ready"),
-                ("role", "description", "env", "cwd", "metrics", "files", "version", "ready_timeout_s"))
+                ("role", "description", "env", "cwd", "metrics", "files", "version", "ready_timeout_s", "suites"))
     name = _name(ctx, where, t["name"])
     where = f"{where} {name!r}"
     role = _enum(ctx, where, t.get("role", "peer"), "role", roles)
@@ -222,6 +223,11 @@ def _system(ctx, where, t, *, roles=ROLES) -> System:
     cwd = t.get("cwd")
     if cwd is not None:
         _placeholders(ctx, where, _str(ctx, where, cwd, "cwd"))
+    suites = _str_list(ctx, where, t.get("suites", list(SUITES)), "suites")
+    for s in suites:
+        _enum(ctx, where, s, "suite", SUITES)
+    if role == "service" and set(suites) != set(SUITES):
+        ctx.fail(where, "the service runs in every suite: drop its 'suites'")
     timeout = t.get("ready_timeout_s", 30.0)
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 < timeout <= 600:
         ctx.fail(where, "'ready_timeout_s' must be a number in (0, 600]")
@@ -234,6 +240,7 @@ def _system(ctx, where, t, *, roles=ROLES) -> System:
         files=files,
         version=_version(ctx, where, t["version"]) if "version" in t else Version(),
         ready_timeout_s=float(timeout),
+        suites=suites,
     )
 
 

@@ -208,3 +208,28 @@ path = "/"
     path.write_text(text.replace('environment = "../elsewhere"', 'build = "make it"'))
     with pytest.raises(ScenarioError, match="'build' needs an 'environment'"):
         load_file(str(path))
+
+
+def test_systems_can_be_limited_to_a_suite(tmp_path):
+    """A system with suites = ["full"] is left out of the quick suite unless named with --only; the service
+    must run in every suite."""
+    from perfkit.progress import Progress
+    from perfkit.runner import ServerRun, Settings
+
+    text = GOOD.format(name="suited") + '''
+[[systems]]
+name = "extra"
+suites = ["full"]
+command = ["${python}", "-m", "http.server", "${port}"]
+ready = "http://127.0.0.1:${port}/"
+'''
+    path = tmp_path / "suited.toml"
+    path.write_text(text)
+    sc = load_file(str(path))
+    names = lambda run: [st.system.name for st in run.started]  # noqa: E731
+    assert names(ServerRun(sc, None, Settings(suite="quick"), Progress(quiet=True))) == ["svc"]
+    assert names(ServerRun(sc, None, Settings(suite="full"), Progress(quiet=True))) == ["svc", "extra"]
+    assert names(ServerRun(sc, ["extra"], Settings(suite="quick"), Progress(quiet=True))) == ["extra"]
+    path.write_text(text.replace('role = "service"', 'role = "service"\nsuites = ["full"]'))
+    with pytest.raises(ScenarioError, match="the service runs in every suite"):
+        load_file(str(path))
