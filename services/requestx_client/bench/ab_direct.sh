@@ -11,17 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-5}
 N=${2:-20000}
-RX_PY=${RX_PY:-python3}
-PEER_PY=${PEER_PY:-$RX_PY}
-PORT=${PORT:-18080}
-export PYTHONPATH=.
+. bench/_nginx_up.sh
 
-python3 bench/nginx.py --port "$PORT" --cpu 1 >/dev/null &
-NGINX=$!
-trap 'kill -TERM $NGINX 2>/dev/null || true; wait $NGINX 2>/dev/null || true' EXIT
-for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.1; done
-
-url="http://127.0.0.1:$PORT"
 run() {  # mode python client [threads]
     local threads=${4:-1}
     REQUESTX_CLIENT_SYNC_IO=$1 taskset -c 0 "$2" bench/bench_sync.py --url "$url" --client "$3" \
