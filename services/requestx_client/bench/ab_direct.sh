@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Interleaved rounds of the sequential-GET scenario (13 bytes, one reused session): requestx_client in
-# its default sync I/O mode (direct) and in the previous default (worker), pycurl and pyreqwest; then
-# the direct mode with 4 threads sharing one session (N/4 requests per thread).
+# its default sync I/O mode (direct, polling up to 50 us for the answer before sleeping), the same with
+# polling off (REQUESTX_CLIENT_SPIN_US=0), pycurl and pyreqwest; then the default with 4 threads sharing
+# one session (N/4 requests per thread).
 #   RX_PY=<python with requestx_client deps> PEER_PY=<python with pycurl, pyreqwest> bench/ab_direct.sh [ROUNDS] [N]
 # The extension is imported from requestx_client/ (after a Bazel build:
 # cp bazel-bin/services/requestx_client/requestx_client/_native.abi3.so services/requestx_client/requestx_client/).
@@ -13,15 +14,15 @@ ROUNDS=${1:-5}
 N=${2:-20000}
 . bench/_nginx_up.sh
 
-run() {  # mode python client [threads]
+run() {  # poll-budget-us python client [threads]
     local threads=${4:-1}
-    REQUESTX_CLIENT_SYNC_IO=$1 taskset -c 0 "$2" bench/bench_sync.py --url "$url" --client "$3" \
+    REQUESTX_CLIENT_SPIN_US=$1 taskset -c 0 "$2" bench/bench_sync.py --url "$url" --client "$3" \
         --scenario get --threads "$threads" --n $((N / threads)) || true
 }
 for r in $(seq "$ROUNDS"); do
-    run direct "$RX_PY" requestx_client
-    run - "$PEER_PY" pycurl
-    run - "$PEER_PY" pyreqwest
-    run worker "$RX_PY" requestx_client
-    run direct "$RX_PY" requestx_client 4
+    run 50 "$RX_PY" requestx_client
+    run 0 "$RX_PY" requestx_client
+    run 50 "$PEER_PY" pycurl
+    run 50 "$PEER_PY" pyreqwest
+    run 50 "$RX_PY" requestx_client 4
 done

@@ -123,6 +123,7 @@ def main() -> None:
     if args.client == "requestx_client":
         from requestx_client import _native
         line["sync_io"] = _native.sync_io_mode()
+        line["spin_us"] = _native.spin_us()
     line["cpu_us_per_req"] = round((cpu - cpu0) / total * 1e6, 1)
     print(json.dumps(line))
 

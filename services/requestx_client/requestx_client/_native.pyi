@@ -5,6 +5,7 @@ from typing import Any
 __version__: str
 
 def sync_io_mode() -> str: ...
+def spin_us() -> int: ...
 
 class NativeResponse:
     status: int

@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use std::fmt;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyString};
+use pyo3::ffi;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyString};
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
 pub enum Json<'a> {
@@ -140,8 +141,16 @@ impl<'py, 'a> ToPy<'py, 'a> {
             Json::F64(f) => PyFloat::new(py, *f).into_any(),
             Json::Str(s) => PyString::new(py, s).into_any(),
             Json::Arr(a) => {
-                let items = a.iter().map(|item| self.convert(item)).collect::<PyResult<Vec<_>>>()?;
-                PyList::new(py, items)?.into_any()
+                // Filled in place: no intermediate Vec of the items.
+                // SAFETY: PyList_New returns a new reference (or NULL with an exception set); each
+                // PyList_SetItem steals the item's reference into a slot of that fresh list. A list
+                // left part-filled by an error holds NULLs, which its deallocation skips.
+                let list = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyList_New(a.len() as ffi::Py_ssize_t))? };
+                for (i, item) in a.iter().enumerate() {
+                    let obj = self.convert(item)?;
+                    unsafe { ffi::PyList_SetItem(list.as_ptr(), i as ffi::Py_ssize_t, obj.into_ptr()) };
+                }
+                list
             }
             Json::Obj(m) => {
                 let d = PyDict::new(py);
@@ -152,5 +161,28 @@ impl<'py, 'a> ToPy<'py, 'a> {
                 d.into_any()
             }
         })
+    }
+}
+
+/// Pauses the cyclic garbage collector while a large JSON value is built (restored on drop, also
+/// on error). Why: every container created counts towards a collection, and a 1 MB document
+/// triggers hundreds of them, each scanning the young objects just made; a fresh JSON value holds
+/// no reference cycles, so those scans find nothing. The interpreter lock is held throughout, so
+/// no other Python code runs while the collector is paused.
+pub struct GcPause(bool);
+
+impl GcPause {
+    pub fn new(_py: Python<'_>) -> GcPause {
+        // SAFETY: the GIL is held (the `Python` token); PyGC_Disable returns the previous state
+        GcPause(unsafe { ffi::PyGC_Disable() } == 1)
+    }
+}
+
+impl Drop for GcPause {
+    fn drop(&mut self) {
+        if self.0 {
+            // SAFETY: created under the GIL and dropped in the same scope, still holding it
+            unsafe { ffi::PyGC_Enable() };
+        }
     }
 }

@@ -564,7 +564,12 @@ impl NativeResponse {
         let parsed = if body.len() >= JSON_DETACH_MIN { py.detach(|| json::parse(body)) } else { json::parse(body) };
         match parsed {
             Ok(tree) => {
-                let obj = json::ToPy::new(py).convert(&tree);
+                let obj = if body.len() >= JSON_DETACH_MIN {
+                    let _pause = json::GcPause::new(py);
+                    json::ToPy::new(py).convert(&tree)
+                } else {
+                    json::ToPy::new(py).convert(&tree)
+                };
                 if body.len() >= JSON_DETACH_MIN {
                     py.detach(move || drop(tree));
                 }
@@ -585,6 +590,7 @@ impl NativeResponse {
         let t0 = std::time::Instant::now();
         let tree = py.detach(|| json::parse(strip_bom(&data))).map_err(|e| PyValueError::new_err(e.to_string()))?;
         let t1 = std::time::Instant::now();
+        let _pause = json::GcPause::new(py);
         let _obj = json::ToPy::new(py).convert(&tree)?;
         let t2 = std::time::Instant::now();
         Ok(((t1 - t0).as_nanos(), (t2 - t1).as_nanos()))
@@ -1110,14 +1116,22 @@ fn sync_io_mode() -> &'static str {
     }
 }
 
+/// Microseconds the direct path polls for an answer before sleeping (`REQUESTX_CLIENT_SPIN_US`).
+#[pyfunction]
+fn spin_us() -> u64 {
+    direct::spin_budget().as_micros() as u64
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    direct::spin_setting().map_err(pyo3::exceptions::PyValueError::new_err)?;
     let _ = rustls::crypto::ring::default_provider().install_default();
     m.add_class::<Client>()?;
     m.add_class::<NativeResponse>()?;
     m.add_class::<Pending>()?;
     m.add_class::<Completions>()?;
     m.add_function(wrap_pyfunction!(sync_io_mode, m)?)?;
+    m.add_function(wrap_pyfunction!(spin_us, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

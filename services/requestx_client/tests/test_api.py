@@ -253,6 +253,26 @@ def test_json_of_large_body(server):
     assert list(data[0].keys()) == ["id", "name", "ok"]  # key order kept
 
 
+def test_json_of_large_body_leaves_the_garbage_collector_as_it_was(server):
+    """The collector is paused while a large body's objects are built, and left as the caller had it:
+    enabled, disabled, and after a large body that is not JSON."""
+    import gc
+
+    big = requests.get(server.url + "/json-big?n=5000")
+    assert gc.isenabled()
+    assert len(big.json()) == 5000 and gc.isenabled()
+    gc.disable()
+    try:
+        assert len(big.json()) == 5000 and not gc.isenabled()
+    finally:
+        gc.enable()
+    bad = requests.get(server.url + "/big?size=100000")  # 100 KB of "x": large, not JSON
+    assert len(bad.content) > 64 * 1024
+    with pytest.raises(requests.JSONDecodeError):
+        bad.json()
+    assert gc.isenabled()
+
+
 def test_proxy_from_arguments(server):
     # the test server answers absolute-form requests, i.e. acts as the forward proxy
     r = requests.get("http://proxied.invalid/echo?x=1", proxies={"http": server.url})

@@ -223,3 +223,55 @@ def test_large_body_then_reuse(server):
         assert len(r.content) == 3000001 and r.content[:3] == b"xxx"
         assert s.get(server.url + "/echo").json()["method"] == "GET"
         assert s._native.direct_idle_count() == 1
+
+
+_SPIN_SCRIPT = """
+import sys, threading
+import requestx_client as requests
+from requestx_client import _native
+url = sys.argv[1]
+with requests.Session() as s:
+    quick = [s.get(url + "/echo").json()["method"] for _ in range(200)]
+    slow = s.get(url + "/slow-headers?delay=0.05")  # answers after the poll budget: the blocking read takes over
+    bad = []
+    def worker():
+        for _ in range(50):
+            if s.get(url + "/echo").status_code != 200:
+                bad.append(1)
+    ts = [threading.Thread(target=worker) for _ in range(4)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+print(_native.spin_us(), quick.count("GET"), slow.status_code, len(bad))
+"""
+
+
+@pytest.mark.parametrize("setting,expected", [(None, 50), ("0", 0), ("200", 200), (" 7 ", 7)])
+def test_poll_budget_setting(server, setting, expected):
+    """REQUESTX_CLIENT_SPIN_US: how long the direct path polls for an answer before sleeping in read.
+    Every setting answers quick and slow requests alike, from one thread and from four."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    env.pop("REQUESTX_CLIENT_SPIN_US", None)
+    env.pop("REQUESTX_CLIENT_SYNC_IO", None)
+    if setting is not None:
+        env["REQUESTX_CLIENT_SPIN_US"] = setting
+    out = subprocess.run([sys.executable, "-c", _SPIN_SCRIPT, server.url], env=env, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [str(expected), "200", "200", "0"], out.stdout
+
+
+@pytest.mark.parametrize("setting", ["abc", "-1", "10001", "1.5", ""])
+def test_poll_budget_invalid_setting_is_refused_at_import(setting):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p), REQUESTX_CLIENT_SPIN_US=setting)
+    out = subprocess.run([sys.executable, "-c", "import requestx_client"], env=env, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode != 0
+    assert "ValueError: REQUESTX_CLIENT_SPIN_US must be a whole number of microseconds from 0 to 10000" in out.stderr
