@@ -5,8 +5,9 @@ Two steps keep the cost at microseconds for normal messages:
 1. ``Limits.needed(raw)`` derives, from the raw message length and a count of its
    opening brackets (both C-speed), which limits the message *cannot* break:
    a string of L characters needs at least L+2 bytes, an array of k elements at
-   least 2k+1 bytes, and a nesting depth of d at least d opening brackets (counted
-   only in messages up to 4 KB; beyond, the walk is cheaper).
+   least 2k+1 bytes, and a nesting depth of d at least d opening brackets. When the
+   brackets are too many to rule the depth out, the depth is measured on the raw
+   text itself (``raw_depth_exceeds``: a handful of C-speed passes over the bytes).
 2. Only when a limit could be broken, ``Limits.check(obj, ...)`` walks the parsed
    value level by level with C-level iterators (no recursion: a 100,000-deep nesting
    cannot raise RecursionError; orjson itself refuses nesting deeper than 1024).
@@ -53,6 +54,37 @@ def _count_upto(raw, cap: int) -> int:
     return n
 
 
+# Written by hand: no library measures JSON nesting without parsing into Python objects.
+_SQUARE = bytes.maketrans(b"{}", b"[]")
+_NOT_STRUCTURE = bytes(c for c in range(256) if c not in b'[]{}"')
+
+
+def raw_depth_exceeds(raw, max_depth: int) -> bool:
+    """True if ``raw``, a valid JSON text (bytes or str), nests containers deeper than ``max_depth``.
+
+    Only C-speed passes over the bytes: escaped backslashes, then escaped quotes, are dropped
+    (pairs read left to right, as a JSON parser reads them); everything but brackets and quotes is
+    deleted and ``{}`` become ``[]``; what is left between quotes (brackets inside strings) is
+    removed. Each ``replace(b"[]", b"")`` then removes every innermost pair, which lowers the
+    depth by exactly one, so the text is empty after d passes exactly when the depth is at most d.
+    Valid JSON only: the engine calls it on the text it has just parsed.
+    """
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogatepass")
+    if b"\\" in raw:
+        raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    s = raw.translate(_SQUARE, _NOT_STRUCTURE)
+    if b'"' in s:
+        s = s.replace(b'""', b"")  # empty strings, or two strings' inner quotes: parity kept
+        if b'"' in s:
+            s = b"".join(s.split(b'"')[::2])
+    for _ in range(max_depth):
+        if not s:
+            return False
+        s = s.replace(b"[]", b"")
+    return bool(s)
+
+
 CHECK_DEPTH = 1
 CHECK_LENGTH = 2
 CHECK_STRING = 4
@@ -87,7 +119,8 @@ class Limits:
 
     def analyze(self, raw) -> tuple[int, int]:
         """(flags, opens): the checks ``raw`` could fail, and its number of opening brackets
-        (an upper bound on its containers) or -1 when over ``_OPENS_CAP``."""
+        (an upper bound on its containers) or -1 when over ``_OPENS_CAP``. ``raw`` is the valid
+        JSON text the message was parsed from (its depth is measured on the text)."""
         n = len(raw)
         if n <= self._small:
             return 0, -1
@@ -95,8 +128,8 @@ class Limits:
         if n > self.max_string_length + 1:
             flags |= CHECK_STRING
         opens = _count_upto(raw, _OPENS_CAP)
-        if opens < 0 or opens > self.max_depth:
-            flags |= CHECK_DEPTH
+        if (opens < 0 or opens > self.max_depth) and raw_depth_exceeds(raw, self.max_depth):
+            flags |= CHECK_DEPTH  # the walk finds where, and raises
         if n > 2 * self.max_array_length + 1:
             if opens >= 0:
                 flags |= CHECK_LENGTH  # few containers: their lengths are cheap to check
