@@ -89,3 +89,19 @@ def blackhole_url():
         for c in fillers:
             c.close()
         listener.close()
+
+
+@pytest.fixture(scope="session")
+def fresh_python():
+    """Run Python code in a new interpreter that sees this test's imports, with the client's
+    REQUESTX_CLIENT_* settings cleared and then ``env`` applied (settings are read once per process)."""
+    import subprocess
+
+    def run(code: str, *args: str, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+        e = {k: v for k, v in os.environ.items() if not k.startswith("REQUESTX_CLIENT_")}
+        e["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        e.update(env or {})
+        return subprocess.run([sys.executable, "-c", code, *args], env=e, capture_output=True, text=True,
+                              timeout=timeout)
+
+    return run

@@ -123,21 +123,13 @@ print(_native.sync_io_mode(), round(overlap, 3), len(bad))
 """
 
 
-def test_both_sync_io_modes(server):
+def test_both_sync_io_modes(server, fresh_python):
     """REQUESTX_CLIENT_SYNC_IO selects who drives the blocking API's I/O; every mode overlaps waits of
     several threads and keeps their responses apart. Unset, the default is the direct path (blocking
     sockets on the calling thread for plain http, the background worker for the rest)."""
-    import os
-    import subprocess
-    import sys
-
     for setting, expected in (("worker", "worker"), ("caller", "caller"), ("direct", "direct"), (None, "direct")):
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-        env.pop("REQUESTX_CLIENT_SYNC_IO", None)
-        if setting is not None:
-            env["REQUESTX_CLIENT_SYNC_IO"] = setting
-        out = subprocess.run([sys.executable, "-c", _MODE_SCRIPT, server.url], env=env, capture_output=True,
-                             text=True, timeout=30)
+        env = {} if setting is None else {"REQUESTX_CLIENT_SYNC_IO": setting}
+        out = fresh_python(_MODE_SCRIPT, server.url, env=env, timeout=30)
         assert out.returncode == 0, out.stderr
         mode, overlap, bad = out.stdout.split()
         assert mode == expected

@@ -246,32 +246,17 @@ print(_native.spin_us(), quick.count("GET"), slow.status_code, len(bad))
 
 
 @pytest.mark.parametrize("setting,expected", [(None, 50), ("0", 0), ("200", 200), (" 7 ", 7)])
-def test_poll_budget_setting(server, setting, expected):
+def test_poll_budget_setting(server, fresh_python, setting, expected):
     """REQUESTX_CLIENT_SPIN_US: how long the direct path polls for an answer before sleeping in read.
     Every setting answers quick and slow requests alike, from one thread and from four."""
-    import os
-    import subprocess
-    import sys
-
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    env.pop("REQUESTX_CLIENT_SPIN_US", None)
-    env.pop("REQUESTX_CLIENT_SYNC_IO", None)
-    if setting is not None:
-        env["REQUESTX_CLIENT_SPIN_US"] = setting
-    out = subprocess.run([sys.executable, "-c", _SPIN_SCRIPT, server.url], env=env, capture_output=True,
-                         text=True, timeout=60)
+    env = {} if setting is None else {"REQUESTX_CLIENT_SPIN_US": setting}
+    out = fresh_python(_SPIN_SCRIPT, server.url, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == [str(expected), "200", "200", "0"], out.stdout
 
 
 @pytest.mark.parametrize("setting", ["abc", "-1", "10001", "1.5", ""])
-def test_poll_budget_invalid_setting_is_refused_at_import(setting):
-    import os
-    import subprocess
-    import sys
-
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p), REQUESTX_CLIENT_SPIN_US=setting)
-    out = subprocess.run([sys.executable, "-c", "import requestx_client"], env=env, capture_output=True,
-                         text=True, timeout=60)
+def test_poll_budget_invalid_setting_is_refused_at_import(fresh_python, setting):
+    out = fresh_python("import requestx_client", env={"REQUESTX_CLIENT_SPIN_US": setting})
     assert out.returncode != 0
     assert "ValueError: REQUESTX_CLIENT_SPIN_US must be a whole number of microseconds from 0 to 10000" in out.stderr
