@@ -366,11 +366,16 @@ fn write_request(conn: &mut Conn, req: &WireRequest) -> io::Result<()> {
     Ok(())
 }
 
-/// Read more bytes into `buf`; Ok(0) at EOF.
-fn fill(stream: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<usize> {
+/// At least 4 KiB of spare capacity for the next read (growing geometrically).
+fn reserve_read_room(buf: &mut Vec<u8>) {
     if buf.capacity() - buf.len() < 4096 {
         buf.reserve(READ_CHUNK.max(buf.len()));
     }
+}
+
+/// Read more bytes into `buf`; Ok(0) at EOF.
+fn fill(stream: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<usize> {
+    reserve_read_room(buf);
     let len = buf.len();
     // SAFETY: the spare capacity is only exposed as initialised after `read` wrote `n` bytes
     let spare = unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().add(len), buf.capacity() - len) };
@@ -441,9 +446,7 @@ fn spin_fill(stream: &TcpStream, buf: &mut Vec<u8>) -> Option<io::Result<usize>>
     if budget.is_zero() || IN_FLIGHT.load(Ordering::Relaxed) > 1 {
         return None;
     }
-    if buf.capacity() - buf.len() < 4096 {
-        buf.reserve(READ_CHUNK.max(buf.len()));
-    }
+    reserve_read_room(buf);
     let len = buf.len();
     let fd = stream.as_raw_fd();
     let start = Instant::now();

@@ -564,10 +564,9 @@ impl NativeResponse {
         let parsed = if body.len() >= JSON_DETACH_MIN { py.detach(|| json::parse(body)) } else { json::parse(body) };
         match parsed {
             Ok(tree) => {
-                let obj = if body.len() >= JSON_DETACH_MIN {
-                    let _pause = json::GcPause::new(py);
-                    json::ToPy::new(py).convert(&tree)
-                } else {
+                let obj = {
+                    // paused only while converting: the GIL is released again below
+                    let _pause = (body.len() >= JSON_DETACH_MIN).then(|| json::GcPause::new(py));
                     json::ToPy::new(py).convert(&tree)
                 };
                 if body.len() >= JSON_DETACH_MIN {
