@@ -22,6 +22,16 @@ def child_env(extra=None):
     return env
 
 
+def _stop(proc) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+
+
 @contextlib.contextmanager
 def running_server(*args, env=None, timeout=20.0):
     proc = subprocess.Popen([sys.executable, "-m", "aquilia_app", "--host", "127.0.0.1", "--port", "0", *args],
@@ -43,17 +53,12 @@ def running_server(*args, env=None, timeout=20.0):
             except OSError:
                 pass
             if time.monotonic() > deadline or proc.poll() is not None:
+                _stop(proc)  # before reading stderr: a live server never closes it
                 raise RuntimeError(f"server not ready: {proc.stderr.read(4000)!r}")
             time.sleep(0.05)
         yield port, proc
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(5)
+        _stop(proc)
         proc.stdout.close()
         proc.stderr.close()
 

@@ -1,4 +1,5 @@
-"""End to end: the real server (granian, and uvicorn + httptools + uvloop) in a subprocess, over real sockets."""
+"""End to end: the real server in a subprocess, over real sockets - granian through RSGI (the default),
+granian through ASGI, and uvicorn + httptools + uvloop (ASGI)."""
 import time
 
 import httpx
@@ -10,9 +11,16 @@ from server_util import raw_request, running_server, status_of
 from aquilia_app.app import HTML_ROWS, JSON_LARGE, JSON_SMALL, STREAM_CHUNK
 
 
-@pytest.fixture(scope="module", params=["granian", "uvicorn"])
+SERVERS = {
+    "granian-rsgi": ("--server", "granian", "--interface", "rsgi"),
+    "granian-asgi": ("--server", "granian", "--interface", "asgi"),
+    "uvicorn": ("--server", "uvicorn"),
+}
+
+
+@pytest.fixture(scope="module", params=list(SERVERS))
 def server(request):
-    with running_server("--workers", "1", "--server", request.param) as (port, proc):
+    with running_server("--workers", "1", *SERVERS[request.param]) as (port, proc):
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
             yield port, client, proc
 

@@ -52,6 +52,8 @@ def test_cli_rejects_bad_arguments():
     assert p.returncode == 2 and b"--port" in p.stderr
     p = _run_cli("--workers", "0")
     assert p.returncode == 2 and b"--workers" in p.stderr
+    p = _run_cli("--server", "uvicorn", "--interface", "rsgi")
+    assert p.returncode == 2 and b"--interface rsgi needs --server granian" in p.stderr
 
 
 def test_cli_port_in_use_is_a_clear_error():

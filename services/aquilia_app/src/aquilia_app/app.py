@@ -174,7 +174,7 @@ class ItemsController(Controller):
 
 
 def request_app(request: Request) -> App:
-    return request.scope["app"]
+    return request.app
 
 
 def _env_int(name: str, default: int) -> int:

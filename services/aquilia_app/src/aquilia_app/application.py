@@ -17,13 +17,12 @@ from typing import Any, Callable
 from .controllers import bind, build_plan, controller_routes, dependencies_of, plan_needs_scope
 from .di import REQUEST, Container, RequestScope
 from .exceptions import HTTPException
-from bisect import bisect_left
-
-from .metrics import _NB, BUCKETS, Metrics
+from .metrics import Metrics
 from .middleware import MiddlewareStack
 from .requests import DEFAULT_MAX_BODY, Request
 from .responses import CT_JSON, CT_TEXT, Response, StreamingResponse, json_bytes, problem
 from .routing import Router
+from .rsgi import RSGIRequest, response_headers, send_stream, serve_asgi
 
 __all__ = ["App"]
 
@@ -43,11 +42,11 @@ def _body_unread(headers, req) -> bool:
     """
     if req is not None and req._body is not None:
         return False
-    for k, v in headers:
-        if k == b"content-length":
-            if v.strip() != b"0":
+    for k, v in headers:  # bytes pairs (ASGI) or str pairs (RSGI)
+        if k == b"content-length" or k == "content-length":
+            if v.strip() not in (b"0", "0"):
                 return True
-        elif k == b"transfer-encoding":
+        elif k == b"transfer-encoding" or k == "transfer-encoding":
             return True
     return False
 
@@ -117,6 +116,7 @@ class App:
         self._n = 0
         self._static: dict = {}
         self._asgi = self._boot
+        self._asgi_middleware = False
         self._not_found = problem(404, "Not Found", "no route matches this path")
 
     # -- registration -------------------------------------------------------------------------
@@ -192,6 +192,7 @@ class App:
         self.router.compile()
         self._static = self.router._static
         self._chain = self.middleware.build(self._core)
+        self._asgi_middleware = len(self.middleware) > 0
         self._compiled = True
         return self
 
@@ -284,6 +285,40 @@ class App:
     async def __call__(self, scope, receive, send) -> None:
         await self._asgi(scope, receive, send)
 
+    # -- RSGI (granian's native interface; rsgi.py) -------------------------------------------
+    def __rsgi_init__(self, loop) -> None:
+        """granian calls this in each worker before its loop runs."""
+        loop.run_until_complete(self.startup())
+
+    def __rsgi_del__(self, loop) -> None:
+        """granian calls this in each worker after its loop stopped."""
+        loop.run_until_complete(self.shutdown())
+
+    async def __rsgi__(self, scope, proto) -> None:
+        if scope.proto != "http":  # websockets are not served
+            proto.close(1003)
+            return
+        if not self._started:
+            await self._start_once()
+        if self._asgi_middleware:
+            return await serve_asgi(self._chain, scope, proto, self)
+        t0 = perf_counter()
+        method = scope.method
+        headers = scope.headers.items()
+        resp, label, req, exc = await self._dispatch(method, scope.path, headers, RSGIRequest, scope, proto, t0)
+        if resp.__class__ is Response:
+            proto.response_bytes(resp.status, response_headers(resp.raw_headers), resp.body)
+        else:
+            try:
+                await send_stream(resp, proto)
+            except Exception as e:  # a streaming generator that failed mid-way, or the client left
+                exc = exc or e
+                log.exception("error while sending the response to %s %s", method, label)
+        if req is not None and req.state is not None:
+            await self._teardown(req, exc)
+        if self.metrics is not None:
+            self.metrics.observe_request(label, method, resp.status, perf_counter() - t0)
+
     def asgi(self):
         """The compiled ASGI callable (middleware chain + core), for servers: one call frame less than
         ``App.__call__``.  Needs a server that runs the ASGI lifespan (granian and uvicorn do); without
@@ -296,10 +331,7 @@ class App:
         # lifespan support starts the app on its first request.
         self.compile()
         if scope["type"] != "lifespan" and not self._started:
-            if self._start_lock is None:
-                self._start_lock = asyncio.Lock()
-            async with self._start_lock:
-                await self.startup()
+            await self._start_once()
         await self._chain(scope, receive, send)
 
     async def _lifespan(self, receive, send) -> None:
@@ -325,6 +357,7 @@ class App:
 
     # -- the request path ---------------------------------------------------------------------
     async def _core(self, scope, receive, send) -> None:
+        """The ASGI front end (the innermost app of the middleware chain)."""
         if scope["type"] != "http":
             if scope["type"] == "lifespan":
                 return await self._lifespan(receive, send)
@@ -332,19 +365,44 @@ class App:
                 await send({"type": "websocket.close", "code": 1003})
             return
         if not self._started:
-            if self._start_lock is None:
-                self._start_lock = asyncio.Lock()
-            async with self._start_lock:
-                await self.startup()
-        metrics = self.metrics
+            await self._start_once()
         t0 = perf_counter()
+        method = scope["method"]
+        scope["app"] = self
+        resp, label, req, exc = await self._dispatch(method, scope["path"], scope["headers"], Request, scope,
+                                                     receive, t0)
+        try:
+            if resp.__class__ is Response:
+                await send({"type": "http.response.start", "status": resp.status, "headers": resp.raw_headers})
+                await send({"type": "http.response.body", "body": resp.body})
+            else:
+                await resp(scope, receive, send)
+        except Exception as e:  # e.g. a streaming generator that failed mid-way
+            exc = exc or e
+            log.exception("error while sending the response to %s %s", method, label)
+        if req is not None and req.state is not None:
+            await self._teardown(req, exc)
+        if self.metrics is not None:
+            self.metrics.observe_request(label, method, resp.status, perf_counter() - t0)
+
+    async def _start_once(self) -> None:
+        if self._start_lock is None:
+            self._start_lock = asyncio.Lock()
+        async with self._start_lock:
+            await self.startup()
+
+    async def _dispatch(self, method: str, path: str, headers, request_cls, source, channel, t0: float):
+        """Route, bind, run the handler and turn its result into a response, for either front end:
+        returns ``(response, route label, request or None, exception or None)``; the caller sends.
+
+        ``headers`` are the raw pairs (bytes for ASGI, str for RSGI), ``request_cls(source, channel,
+        params, max_body, app)`` builds the request only for handlers that take something."""
+        metrics = self.metrics
         hot = None
         if metrics is not None:
             n = self._n = self._n + 1
             if not (n & metrics.sample_mask):
                 hot = metrics
-        method = scope["method"]
-        path = scope["path"]
         route = None
         slot = self._static.get(path)
         if slot is not None:
@@ -361,7 +419,6 @@ class App:
             hot.observe_hot("route_match", t1 - t0)
         req = None
         exc = None
-        headers = scope["headers"]
         hsize = 0
         for hk, hv in headers:
             hsize += len(hk) + len(hv)
@@ -379,9 +436,8 @@ class App:
         else:
             label = route.pattern
             ep = route.endpoint
-            scope["app"] = self
             if ep.needs_request:
-                req = Request(scope, receive, params, self.max_body)
+                req = request_cls(source, channel, params, self.max_body, self)
             try:
                 fn0 = ep.fn0
                 if fn0 is not None:
@@ -404,26 +460,11 @@ class App:
                 resp = problem(500, "Internal Server Error", f"{type(e).__name__}: {e}" if self.debug else None)
         if resp.status >= 400 and resp.__class__ is Response and _body_unread(headers, req):
             resp = _closing(resp)
+        return resp, label, req, exc
+
+    @staticmethod
+    async def _teardown(req, exc) -> None:
         try:
-            if resp.__class__ is Response:
-                await send({"type": "http.response.start", "status": resp.status, "headers": resp.raw_headers})
-                await send({"type": "http.response.body", "body": resp.body})
-            else:
-                await resp(scope, receive, send)
-        except Exception as e:  # e.g. a streaming generator that failed mid-way
-            exc = exc or e
-            log.exception("error while sending the response to %s %s", method, label)
-        finally:
-            if req is not None and req.state is not None:
-                try:
-                    await req.state.aclose(exc)
-                except Exception:
-                    log.exception("request-scope teardown failed")
-        if metrics is not None:  # Metrics.observe_request, inlined
-            dt = perf_counter() - t0
-            key = (label, method, resp.status // 100)
-            acc = metrics._req_acc.get(key)
-            if acc is None:
-                acc = metrics._req_acc[key] = [0] * _NB + [0.0]
-            acc[bisect_left(BUCKETS, dt)] += 1
-            acc[_NB] += dt
+            await req.state.aclose(exc)
+        except Exception:
+            log.exception("request-scope teardown failed")

@@ -16,7 +16,7 @@ DEFAULT_MAX_BODY = 1 << 20
 
 
 class Headers:
-    """Case-insensitive, read-only view over ASGI raw headers, indexed on first lookup."""
+    """Case-insensitive, read-only view over raw header pairs, indexed on first lookup."""
 
     __slots__ = ("raw", "_index")
 
@@ -26,8 +26,10 @@ class Headers:
 
     def _build(self) -> dict:
         idx: dict[str, list[str]] = {}
-        for k, v in self.raw:
-            idx.setdefault(k.decode("latin-1").lower(), []).append(v.decode("latin-1"))
+        for k, v in self.raw:  # bytes pairs (ASGI) or str pairs (RSGI)
+            if k.__class__ is bytes:
+                k, v = k.decode("latin-1"), v.decode("latin-1")
+            idx.setdefault(k.lower(), []).append(v)
         self._index = idx
         return idx
 
@@ -55,9 +57,12 @@ class Headers:
 
 
 class Request:
-    __slots__ = ("scope", "receive", "path_params", "max_body", "_headers", "_query", "_body", "state")
+    """A request seen through ASGI (``scope`` dict + ``receive``); ``rsgi.RSGIRequest`` is the same
+    interface over granian's RSGI scope and protocol.  ``app`` is the ``App`` serving it."""
 
-    def __init__(self, scope, receive, path_params=None, max_body: int = DEFAULT_MAX_BODY):
+    __slots__ = ("scope", "receive", "path_params", "max_body", "_headers", "_query", "_body", "state", "app")
+
+    def __init__(self, scope, receive, path_params=None, max_body: int = DEFAULT_MAX_BODY, app=None):
         self.scope = scope
         self.receive = receive
         self.path_params = path_params
@@ -66,6 +71,7 @@ class Request:
         self._query = None
         self._body = None
         self.state = None
+        self.app = app
 
     @property
     def method(self) -> str:
@@ -112,6 +118,16 @@ class Request:
                 raise PayloadTooLarge(limit)
         chunks = []
         size = 0
+        async for chunk in self._chunks():
+            size += len(chunk)
+            if size > limit:  # checked per chunk: a chunked upload is refused before it is all in memory
+                raise PayloadTooLarge(limit)
+            chunks.append(chunk)
+        self._body = b"".join(chunks)
+        return self._body
+
+    async def _chunks(self):
+        """The body's chunks as the server delivers them (ASGI ``http.request`` messages)."""
         receive = self.receive
         while True:
             msg = await receive()
@@ -119,16 +135,11 @@ class Request:
             if t == "http.request":
                 chunk = msg.get("body", b"")
                 if chunk:
-                    size += len(chunk)
-                    if size > limit:
-                        raise PayloadTooLarge(limit)
-                    chunks.append(chunk)
+                    yield chunk
                 if not msg.get("more_body", False):
-                    break
+                    return
             elif t == "http.disconnect":
                 raise BadRequest("client disconnected before the body was complete")
-        self._body = b"".join(chunks)
-        return self._body
 
     async def json(self) -> Any:
         body = await self.body()

@@ -111,24 +111,30 @@ class StreamingResponse:
             raw.extend(_encode_headers(headers))
         self.raw_headers = raw
 
-    async def __call__(self, scope, receive, send) -> None:
-        await send({"type": "http.response.start", "status": self.status, "headers": self.raw_headers})
+    async def chunks(self):
+        """The body chunks as bytes (``str`` chunks encoded); the iterable is closed at the end, also
+        when the server stops early (client gone)."""
         it = self.iterable
         try:
             if hasattr(it, "__aiter__"):
                 async for chunk in it:
-                    if isinstance(chunk, str):
-                        chunk = chunk.encode()
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    yield chunk.encode() if isinstance(chunk, str) else chunk
             else:
                 for chunk in it:
-                    if isinstance(chunk, str):
-                        chunk = chunk.encode()
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    yield chunk.encode() if isinstance(chunk, str) else chunk
         finally:
             aclose = getattr(it, "aclose", None)
             if aclose is not None:
                 await aclose()
+
+    async def __call__(self, scope, receive, send) -> None:
+        await send({"type": "http.response.start", "status": self.status, "headers": self.raw_headers})
+        chunks = self.chunks()
+        try:
+            async for chunk in chunks:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        finally:
+            await chunks.aclose()
         await send({"type": "http.response.body", "body": b""})
 
 

@@ -1,6 +1,6 @@
 """Command line: serve the reference app (or any ``module:attr`` ASGI app) with a production server.
 
-    python -m aquilia_app --host 127.0.0.1 --port 8081 --workers 1 [--server uvicorn|granian]
+    python -m aquilia_app --host 127.0.0.1 --port 8081 --workers 1 [--server granian|uvicorn] [--interface rsgi|asgi]
 
 ``--port 0`` binds an ephemeral port; the bound address is printed as
 ``aquilia_app listening on http://HOST:PORT`` once the socket is bound.  With ``--workers N > 1`` the
@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 DEFAULT_PORT = 8081
-DEFAULT_SERVER = "granian"  # measured: ~2x uvicorn+httptools+uvloop req/s here (README)
+DEFAULT_SERVER = "granian"  # through RSGI, its native interface (rsgi.py; figures in the README)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -28,7 +28,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help="0 = ephemeral (the bound port is printed)")
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--server", choices=("uvicorn", "granian"), default=DEFAULT_SERVER)
-    p.add_argument("--app", default="aquilia_app.app:asgi", help="ASGI app as module:attribute")
+    p.add_argument("--interface", choices=("rsgi", "asgi"), default=None,
+                   help="granian: rsgi (default, granian's native interface) or asgi; uvicorn: asgi only")
+    p.add_argument("--app", default=None,
+                   help="app as module:attribute (default: the reference app, aquilia_app.app:app for RSGI, "
+                        "aquilia_app.app:asgi for ASGI)")
     p.add_argument("--db", default=None, help="SQLite file (default: a fresh temp file)")
     p.add_argument("--no-metrics", action="store_true", help="turn instrumentation and /metrics off")
     p.add_argument("--max-body", type=int, default=None, help="request body limit in bytes (default 1 MiB)")
@@ -40,6 +44,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error("--workers must be >= 1")
     if a.max_body is not None and a.max_body < 0:
         p.error("--max-body must be >= 0")
+    if a.interface is None:
+        a.interface = "rsgi" if a.server == "granian" else "asgi"
+    elif a.interface == "rsgi" and a.server != "granian":
+        p.error("--interface rsgi needs --server granian (uvicorn serves ASGI only)")
+    if a.app is None:
+        a.app = "aquilia_app.app:app" if a.interface == "rsgi" else "aquilia_app.app:asgi"
     return a
 
 
@@ -110,7 +120,8 @@ def serve_granian(a: argparse.Namespace) -> None:
     neutral = tempfile.mkdtemp(prefix="aquilia_app_run_")
     atexit.register(shutil.rmtree, neutral, True)
     os.chdir(neutral)
-    Granian(a.app, address=a.host, port=port, interface=Interfaces.ASGI, workers=a.workers, loop=Loops.uvloop,
+    interface = Interfaces.RSGI if a.interface == "rsgi" else Interfaces.ASGI
+    Granian(a.app, address=a.host, port=port, interface=interface, workers=a.workers, loop=Loops.uvloop,
             http=HTTPModes.http1, websockets=False, log_enabled=True, log_level=LogLevels(a.log_level),
             backlog=2048).serve()
 

@@ -1,0 +1,188 @@
+"""The RSGI front end: granian's native interface, which ``python -m aquilia_app`` serves by default.
+
+Why: on granian, ASGI costs a scope dict per request (headers converted to bytes pairs), two message
+dicts per response and an awaited ``send`` for each; RSGI hands over a scope object whose fields are
+read on demand and takes a whole response in one call (``response_bytes``).  The request path is the
+same ``App._dispatch`` as under ASGI; only the way in and out differs.
+
+Middleware stays pure ASGI: an app that has any runs every RSGI request through its ASGI chain with
+the adapter below (``serve_asgi``) - the same behaviour, at ASGI's cost.
+
+The adapter and the lazily built ASGI scope are written here by hand: granian offers no RSGI-to-ASGI
+bridge, and the mapping is a few fields (RSGI spec: granian's ``docs/spec/RSGI.md``).
+"""
+from __future__ import annotations
+
+from urllib.parse import parse_qsl
+
+from .exceptions import BadRequest
+from .requests import DEFAULT_MAX_BODY, Headers, Request
+from .responses import CT_HTML, CT_JSON, CT_PROBLEM, CT_TEXT
+
+__all__ = ["RSGIRequest", "asgi_scope", "response_headers", "send_stream", "serve_asgi"]
+
+# The headers of a plain response, per content type: one shared list, no per-request conversion.
+# granian computes Content-Length itself for a bytes body.
+_BY_TYPE = {ct: [("content-type", ct.decode("latin-1"))] for ct in (CT_TEXT, CT_JSON, CT_HTML, CT_PROBLEM)}
+
+
+def response_headers(raw: list) -> list:
+    """RSGI (str) headers for a ``Response``'s raw bytes pairs, without Content-Length."""
+    if len(raw) == 2:  # content-type + content-length: the common case
+        h = _BY_TYPE.get(raw[0][1])
+        if h is not None:
+            return h
+    return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw if k != b"content-length"]
+
+
+def _addr(s: str):
+    host, _, port = s.rpartition(":")
+    try:
+        return host.strip("[]"), int(port)
+    except ValueError:
+        return s, None
+
+
+def asgi_scope(rscope, app=None) -> dict:
+    """The ASGI ``http`` scope equivalent to an RSGI scope."""
+    qs = rscope.query_string
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": rscope.http_version,
+        "method": rscope.method,
+        "scheme": rscope.scheme,
+        "path": rscope.path,
+        "raw_path": rscope.path.encode(),
+        "query_string": qs.encode("latin-1") if qs else b"",
+        "root_path": "",
+        "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in rscope.headers.items()],
+        "client": _addr(rscope.client),
+        "server": _addr(rscope.server),
+        "app": app,
+    }
+
+
+class RSGIRequest(Request):
+    """``Request`` over an RSGI scope and protocol: same interface, fields read on demand."""
+
+    __slots__ = ("rsgi_scope", "proto", "_asgi")
+
+    def __init__(self, rscope, proto, path_params=None, max_body: int = DEFAULT_MAX_BODY, app=None):
+        self.rsgi_scope = rscope
+        self.proto = proto
+        self.path_params = path_params
+        self.max_body = max_body
+        self._headers = None
+        self._query = None
+        self._body = None
+        self.state = None
+        self.app = app
+        self._asgi = None
+
+    @property
+    def scope(self) -> dict:
+        """An ASGI-shaped scope, built on first use (code written against ASGI keeps working)."""
+        s = self._asgi
+        if s is None:
+            s = self._asgi = asgi_scope(self.rsgi_scope, self.app)
+        return s
+
+    @property
+    def method(self) -> str:
+        return self.rsgi_scope.method
+
+    @property
+    def path(self) -> str:
+        return self.rsgi_scope.path
+
+    @property
+    def headers(self) -> Headers:
+        h = self._headers
+        if h is None:
+            h = self._headers = Headers(self.rsgi_scope.headers.items())
+        return h
+
+    def header(self, name: str, default: str | None = None) -> str | None:
+        if self._headers is not None:
+            return self._headers.get(name, default)
+        return self.rsgi_scope.headers.get(name.lower(), default)
+
+    @property
+    def query(self) -> dict[str, str]:
+        q = self._query
+        if q is None:
+            qs = self.rsgi_scope.query_string
+            q = self._query = dict(parse_qsl(qs, keep_blank_values=True)) if qs else {}
+        return q
+
+    async def _chunks(self):
+        try:
+            async for chunk in self.proto:
+                if chunk:
+                    yield chunk
+        except RuntimeError as e:  # RSGIProtocolClosed / RSGIProtocolError: the client went away
+            raise BadRequest(f"the request body could not be read: {e}") from None
+
+
+async def send_stream(resp, proto) -> None:
+    """Send a ``StreamingResponse`` through RSGI's stream transport (chunked encoding)."""
+    transport = proto.response_stream(resp.status, response_headers(resp.raw_headers))
+    chunks = resp.chunks()
+    try:
+        async for chunk in chunks:
+            await transport.send_bytes(chunk)
+    finally:
+        await chunks.aclose()
+
+
+async def serve_asgi(asgi_app, rscope, proto, app=None) -> None:
+    """Run one RSGI request through an ASGI app (used when the app has ASGI middleware)."""
+    scope = asgi_scope(rscope, app)
+    body = proto.__aiter__()
+    body_done = False
+
+    async def receive() -> dict:
+        nonlocal body_done
+        if body_done:
+            await proto.client_disconnect()
+            return {"type": "http.disconnect"}
+        try:
+            chunk = await body.__anext__()
+        except StopAsyncIteration:
+            body_done = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        except RuntimeError:  # the client went away mid-body
+            body_done = True
+            return {"type": "http.disconnect"}
+        return {"type": "http.request", "body": chunk, "more_body": True}
+
+    start = None  # (status, str headers) once http.response.start came
+    stream = None
+    done = False
+
+    async def send(msg: dict) -> None:
+        nonlocal start, stream, done
+        t = msg["type"]
+        if t == "http.response.start":
+            if start is not None:
+                raise RuntimeError("http.response.start sent twice")
+            start = (msg["status"], [(k.decode("latin-1"), v.decode("latin-1")) for k, v in msg.get("headers", ())])
+        elif t == "http.response.body":
+            if start is None or done:
+                raise RuntimeError("http.response.body before http.response.start or after the last body")
+            data = msg.get("body", b"")
+            more = msg.get("more_body", False)
+            if stream is None and not more:  # the whole body in one message
+                proto.response_bytes(start[0], start[1], data)
+                done = True
+                return
+            if stream is None:
+                stream = proto.response_stream(start[0], start[1])
+            if data:
+                await stream.send_bytes(data)
+            done = not more
+
+    await asgi_app(scope, receive, send)
+    if start is None:
+        proto.response_bytes(500, [("content-type", "text/plain; charset=utf-8")], b"no response")

@@ -1,0 +1,60 @@
+"""The RSGI front end on the real granian: requests through RSGIRequest (no middleware: the reference
+app, see test_e2e.py) and through the ASGI adapter (an app with pure-ASGI middleware, mw_app.py)."""
+import httpx
+import pytest
+
+from server_util import raw_request, running_server, status_of
+
+
+@pytest.fixture(scope="module")
+def mw_server():
+    with running_server("--app", "mw_app:app", "--interface", "rsgi") as (port, proc):
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+            yield port, client
+
+
+def test_middleware_runs_under_rsgi(mw_server):
+    _, c = mw_server
+    r = c.get("/hello")
+    assert r.status_code == 200 and r.json() == {"hello": "world"}
+    assert r.headers["x-stamp"] == "outer"
+    assert r.headers["content-length"] == str(len(r.content))
+
+
+def test_adapter_delivers_the_body_and_an_asgi_scope(mw_server):
+    _, c = mw_server
+    payload = bytes(range(256)) * 3
+    r = c.post("/echo", content=payload)
+    assert r.status_code == 200 and r.content == payload
+    assert r.headers["x-client-is-tuple"] == "True" and r.headers["x-stamp"] == "outer"
+
+
+def test_adapter_streams_and_keeps_the_connection(mw_server):
+    _, c = mw_server
+    for _ in range(3):  # the same keep-alive connection
+        r = c.get("/chunks")
+        assert r.status_code == 200 and r.text == "part 0\npart 1\npart 2\n"
+        assert r.headers.get("transfer-encoding") == "chunked" and r.headers["x-stamp"] == "outer"
+
+
+def test_adapter_errors_are_problems(mw_server):
+    port, c = mw_server
+    r = c.post("/echo", content=b"x" * 5000)  # over the app's 1000-byte limit
+    assert r.status_code == 413 and r.headers["content-type"] == "application/problem+json"
+    assert r.headers["connection"] == "close" and r.headers["x-stamp"] == "outer"
+    r = c.get("/nope")
+    assert r.status_code == 404 and r.headers["x-stamp"] == "outer"
+    r = c.delete("/hello")
+    assert r.status_code == 405 and r.headers["allow"] == "GET, HEAD"
+    # a chunked upload over the limit is refused, not buffered
+    data = b"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n" + (b"400\r\n" + b"y" * 1024 + b"\r\n") * 3 + b"0\r\n\r\n"
+    assert status_of(raw_request(port, data)) == 413
+
+
+def test_rsgi_request_fields():
+    with running_server("--app", "mw_app:app") as (port, _):  # rsgi is granian's default
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as c:
+            r = c.get("/who?a=1&b=&a=2", headers={"user-agent": "probe/1", "x-many": "v"})
+    got = r.json()
+    assert got["method"] == "GET" and got["path"] == "/who" and got["agent"] == "probe/1"
+    assert got["query"] == {"a": "2", "b": ""} and got["n_headers"] >= 3
