@@ -86,7 +86,7 @@ def bars_plot(title: str, rows: list[tuple[str, float, float, float, str]], ylab
 
     if not rows:
         return None
-    colours = {"service": "#d62728", "original": "#9467bd", "peer": "#1f77b4", "floor": "#7f7f7f"}
+    colours = {"service": "#d62728", "variant": "#ff9896", "original": "#9467bd", "peer": "#1f77b4", "floor": "#7f7f7f"}
     fig, ax = plt.subplots(figsize=(8, 0.5 + 0.45 * len(rows)))
     labels = [r[0] for r in rows][::-1]
     meds = [r[1] for r in rows][::-1]

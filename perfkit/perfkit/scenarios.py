@@ -20,7 +20,7 @@ import tomllib
 from dataclasses import dataclass, field
 
 KINDS = ("server", "client")
-ROLES = ("service", "original", "peer", "floor")
+ROLES = ("service", "variant", "original", "peer", "floor")  # variant: the service configured otherwise, never a peer
 MODES = ("http", "ws")
 SUITES = ("quick", "full")
 PLACEHOLDERS = ("port", "host", "tmp", "python", "peers", "bin")

@@ -46,7 +46,7 @@ def test_the_original_is_registered_as_such():
 
 
 PEERS_OF_AQUILIA_APP = ["aquilia", "sanic", "fastapi", "blacksheep", "raw-asgi-uvicorn", "raw-asgi-granian",
-                        "aquilia_app-nometrics"]
+                        "raw-rsgi-granian", "aquilia_app-nometrics", "aquilia_app-asgi"]
 
 
 def test_every_system_is_checked():

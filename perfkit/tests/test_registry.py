@@ -39,6 +39,7 @@ def test_every_scenario_file_loads_and_validates():
     assert {"aquilia", "sanic", "fastapi", "blacksheep", "raw-asgi-granian"} <= set(reg.get("aquilia_app").member_names())
     aq = reg.get("aquilia_app")
     assert "aquilia_app-nometrics" in aq.member_names()
+    assert {s.name for s in aq.systems if s.role == "variant"} == {"aquilia_app-nometrics", "aquilia_app-asgi"}
     assert {"ping", "json", "json-large", "html"} <= {w.name for w in aq.workloads_for("full")}
     assert "nginx" in reg.get("aurora_app").member_names()
     assert [s.name for s in reg.get("aurora_app").systems if s.role == "floor"] == ["hyper"]
@@ -233,3 +234,19 @@ ready = "http://127.0.0.1:${port}/"
     path.write_text(text.replace('role = "service"', 'role = "service"\nsuites = ["full"]'))
     with pytest.raises(ScenarioError, match="the service runs in every suite"):
         load_file(str(path))
+
+
+def test_a_variant_of_the_service_is_never_its_best_peer():
+    from perfkit.report_md import summary_rows
+
+    def res(rps):
+        return {"max_rps": {"median": rps}}
+
+    doc = {"scenarios": [{"name": "s", "kind": "server", "systems": [
+        {"name": "svc", "role": "service"}, {"name": "svc-off", "role": "variant"},
+        {"name": "peer", "role": "peer"}, {"name": "raw", "role": "floor"}],
+        "workloads": [{"name": "w", "results": {"svc": res(100.0), "svc-off": res(120.0), "peer": res(50.0),
+                                                "raw": res(110.0)}}]}]}
+    row = summary_rows(doc)[0]
+    assert row["best_peer"] == "peer" and row["vs_best_peer"] == 2.0
+    assert row["floor"] == "raw" and abs(row["vs_floor"] - 100 / 110) < 1e-9

@@ -53,8 +53,8 @@ def _body_unread(headers, req) -> bool:
 
 def _closing(resp: Response) -> Response:
     """A copy of ``resp`` that also says ``Connection: close`` (never mutates shared responses)."""
-    out = Response(resp.body, resp.status)
-    out.raw_headers = [h for h in resp.raw_headers if h[0] != b"connection"] + [_CLOSE]
+    out = Response(resp.body, resp.status, None, resp.media_type)
+    out.extra = [h for h in resp.extra or () if h[0] != b"connection"] + [_CLOSE]
     return out
 
 
@@ -307,7 +307,7 @@ class App:
         headers = scope.headers.items()
         resp, label, req, exc = await self._dispatch(method, scope.path, headers, RSGIRequest, scope, proto, t0)
         if resp.__class__ is Response:
-            proto.response_bytes(resp.status, response_headers(resp.raw_headers), resp.body)
+            proto.response_bytes(resp.status, response_headers(resp), resp.body)
         else:
             try:
                 await send_stream(resp, proto)

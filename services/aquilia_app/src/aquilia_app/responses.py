@@ -48,7 +48,11 @@ def _encode_headers(headers) -> list:
 
 
 class Response:
-    __slots__ = ("body", "status", "raw_headers")
+    """A complete response.  ``raw_headers`` (the ASGI byte pairs, Content-Length included) are built
+    on first use: the RSGI front end never needs them for a plain response (``rsgi.response_headers``
+    takes a shared list per content type and granian sets Content-Length)."""
+
+    __slots__ = ("body", "status", "media_type", "extra", "_raw")
 
     def __init__(self, body: bytes | str = b"", status: int = 200, headers=None, media_type: bytes | str | None = None):
         if isinstance(body, str):
@@ -59,10 +63,19 @@ class Response:
             media_type = CT_TEXT
         elif isinstance(media_type, str):
             media_type = media_type.encode("latin-1")
-        raw = [(b"content-type", media_type), (b"content-length", b"%d" % len(body))]
-        if headers:
-            raw.extend(_encode_headers(headers))
-        self.raw_headers = raw
+        self.media_type = media_type
+        self.extra = _encode_headers(headers) if headers else None  # headers beyond the content type
+        self._raw = None
+
+    @property
+    def raw_headers(self) -> list:
+        raw = self._raw
+        if raw is None:
+            raw = [(b"content-type", self.media_type), (b"content-length", b"%d" % len(self.body))]
+            if self.extra:
+                raw.extend(self.extra)
+            self._raw = raw
+        return raw
 
     @classmethod
     def json(cls, obj: Any, status: int = 200, headers=None) -> "Response":

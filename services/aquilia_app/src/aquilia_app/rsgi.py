@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl
 
 from .exceptions import BadRequest
 from .requests import DEFAULT_MAX_BODY, Headers, Request
-from .responses import CT_HTML, CT_JSON, CT_PROBLEM, CT_TEXT
+from .responses import CT_HTML, CT_JSON, CT_PROBLEM, CT_TEXT, Response
 
 __all__ = ["RSGIRequest", "asgi_scope", "response_headers", "send_stream", "serve_asgi"]
 
@@ -26,13 +26,13 @@ __all__ = ["RSGIRequest", "asgi_scope", "response_headers", "send_stream", "serv
 _BY_TYPE = {ct: [("content-type", ct.decode("latin-1"))] for ct in (CT_TEXT, CT_JSON, CT_HTML, CT_PROBLEM)}
 
 
-def response_headers(raw: list) -> list:
-    """RSGI (str) headers for a ``Response``'s raw bytes pairs, without Content-Length."""
-    if len(raw) == 2:  # content-type + content-length: the common case
-        h = _BY_TYPE.get(raw[0][1])
+def response_headers(resp) -> list:
+    """RSGI (str) headers for a ``Response`` or ``StreamingResponse``, without Content-Length."""
+    if resp.__class__ is Response and resp.extra is None:  # the common case: a shared list
+        h = _BY_TYPE.get(resp.media_type)
         if h is not None:
             return h
-    return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw if k != b"content-length"]
+    return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers if k != b"content-length"]
 
 
 def _addr(s: str):
@@ -127,7 +127,7 @@ class RSGIRequest(Request):
 
 async def send_stream(resp, proto) -> None:
     """Send a ``StreamingResponse`` through RSGI's stream transport (chunked encoding)."""
-    transport = proto.response_stream(resp.status, response_headers(resp.raw_headers))
+    transport = proto.response_stream(resp.status, response_headers(resp))
     chunks = resp.chunks()
     try:
         async for chunk in chunks:
