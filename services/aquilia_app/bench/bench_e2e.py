@@ -1,4 +1,4 @@
-"""End-to-end req/s: aquilia_app vs Sanic, FastAPI (uvicorn), BlackSheep (uvicorn) and a raw ASGI app.
+"""End-to-end req/s: aquilia_app vs Sanic, FastAPI (uvicorn), BlackSheep (uvicorn) and raw ASGI/RSGI apps.
 
     python bench/bench_e2e.py [--duration 5] [--connections 50] [--peer-python PY] [--only a,b] [--json out.json]
                               [--peers PERFKIT_PEERS_DIR]
@@ -42,12 +42,16 @@ def targets(py: str, peer_py: str, peers: str):
     uv = ["-m", "uvicorn", "--app-dir", peers, "--host", "127.0.0.1", "--loop", "uvloop", "--http", "httptools",
           "--no-access-log", "--log-level", "warning"]
     return {
-        "aquilia_app": aq + ["--server", "granian"],
+        "aquilia_app": aq + ["--server", "granian"],  # through RSGI, the default
         "aquilia_app-nometrics": aq + ["--server", "granian", "--no-metrics"],
+        "aquilia_app-asgi": aq + ["--server", "granian", "--interface", "asgi"],
         "aquilia_app-uvicorn": aq + ["--server", "uvicorn"],
         "raw-granian": [py, "-m", "granian", "--interface", "asgi", "--host", "127.0.0.1", "--workers", "1",
                         "--loop", "uvloop", "--no-access-log", "--log-level", "warning", "--working-dir", peers,
                         "raw_asgi:app"],
+        "raw-rsgi-granian": [py, "-m", "granian", "--interface", "rsgi", "--host", "127.0.0.1", "--workers", "1",
+                             "--loop", "uvloop", "--no-access-log", "--log-level", "warning", "--working-dir", peers,
+                             "raw_rsgi:app"],
         "raw-uvicorn": [py] + uv + ["raw_asgi:app"],
         "sanic": [peer_py, os.path.join(peers, "sanic_app.py")],
         "fastapi": [peer_py] + uv + ["fastapi_app:app"],

@@ -236,6 +236,25 @@ def test_responses_prepare_headers_once_and_keep_bytes():
         json_bytes(object())
 
 
+def test_rsgi_headers_share_one_list_per_type_and_leave_content_length_to_granian():
+    from aquilia_app.application import _closing
+    from aquilia_app.responses import CT_JSON, StreamingResponse
+    from aquilia_app.rsgi import response_headers
+
+    a, b = Response(b"{}", 200, None, CT_JSON), Response(b"[1]", 200, None, CT_JSON)
+    assert response_headers(a) == [("content-type", "application/json")]
+    assert response_headers(a) is response_headers(b)  # shared: nothing built per response
+    assert a._raw is None  # and the ASGI byte pairs were never built
+    r = Response.json({"a": 1}, 201, {"Location": "/x"})
+    assert response_headers(r) == [("content-type", "application/json"), ("location", "/x")]
+    assert response_headers(Response(b"", 200, None, "image/png")) == [("content-type", "image/png")]
+    s = StreamingResponse(iter([b"x"]), headers={"x-a": "1"})
+    assert response_headers(s) == [("content-type", "text/plain; charset=utf-8"), ("x-a", "1")]
+    c = _closing(r)  # an error answered before the body was read: keeps the headers, adds close
+    assert c.raw_headers[2:] == [(b"location", b"/x"), (b"connection", b"close")] and r.extra == [(b"location", b"/x")]
+    assert response_headers(c)[-1] == ("connection", "close")
+
+
 def test_lifespan_starts_and_tears_down_providers():
     events = []
 
