@@ -69,16 +69,9 @@ class RSGIRequest(Request):
     __slots__ = ("rsgi_scope", "proto", "_asgi")
 
     def __init__(self, rscope, proto, path_params=None, max_body: int = DEFAULT_MAX_BODY, app=None):
+        Request.__init__(self, None, None, path_params, max_body, app)
         self.rsgi_scope = rscope
         self.proto = proto
-        self.path_params = path_params
-        self.max_body = max_body
-        self._headers = None
-        self._query = None
-        self._body = None
-        self.state = None
-        self.app = app
-        self._asgi = None
 
     @property
     def scope(self) -> dict:
@@ -87,6 +80,10 @@ class RSGIRequest(Request):
         if s is None:
             s = self._asgi = asgi_scope(self.rsgi_scope, self.app)
         return s
+
+    @scope.setter
+    def scope(self, value) -> None:
+        self._asgi = value
 
     @property
     def method(self) -> str:
