@@ -489,6 +489,28 @@ def bench_query(n, repeat):
     return rows
 
 
+# -- 6. template render (the reference app's /html page) ---------------------------------------------
+def bench_template(n, repeat):
+    import jinja2
+
+    from aquilia_app.app import HERE, HTML_ROWS
+    from aquilia_app.templates import DictFirstEnvironment, Templates
+
+    class CallPerLookup(DictFirstEnvironment):  # dict-first through a getattr call, a Markup per value
+        code_generator_class = jinja2.Environment.code_generator_class
+
+    ctx = {"title": "aquilia_app", "service": "aquilia_app", "rows": HTML_ROWS}
+    opts = dict(loader=jinja2.FileSystemLoader(os.path.join(HERE, "html")), autoescape=True)
+    ours = Templates(os.path.join(HERE, "html")).get("page.html")
+    stock = jinja2.Environment(**opts).get_template("page.html")
+    per_call = CallPerLookup(**opts).get_template("page.html")
+    assert ours.render(ctx) == stock.render(ctx) == per_call.render(ctx)
+    a = timeit_sync(lambda: ours.render(ctx), n, repeat)
+    b = timeit_sync(lambda: stock.render(ctx), n, repeat)
+    c = timeit_sync(lambda: per_call.render(ctx), n, repeat)
+    return [("Jinja2 render of /html (12 dict rows)", a, "stock jinja2", b, "stock codegen + dict-first getattr", c)]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", type=int, default=20000, help="operations per timing")
@@ -496,7 +518,7 @@ def main(argv=None):
     ap.add_argument("--json", help="write results as JSON to this file")
     a = ap.parse_args(argv)
     rows = []
-    for bench in (bench_routing, bench_di, bench_json, bench_middleware, bench_query):
+    for bench in (bench_routing, bench_di, bench_json, bench_middleware, bench_query, bench_template):
         rows += bench(a.n, a.repeat)
     print(f"{'hot path':52} {'aquilia_app':>12} {'peer':>12} {'x':>6} {'naive':>12} {'x':>6}  peer / naive")
     out = []

@@ -4,8 +4,9 @@ import collections
 
 import jinja2
 import pytest
+from markupsafe import Markup
 
-from aquilia_app.templates import DictFirstEnvironment, Templates
+from aquilia_app.templates import DictFirstEnvironment, Templates, escape_output
 
 SOURCES = {
     "row": "{{ row.id }}|{{ row.message }}",
@@ -15,7 +16,30 @@ SOURCES = {
     "sub": "{{ d.id }}|{{ d.keys is callable }}",
     "escaped": "{{ row.message }}",
     "loop": "{% for r in rows %}{{ r.id }}:{{ r.message }};{% endfor %}",
+    # shapes the inline dict-first lookup is compiled into (nested, in calls, macros, blocks, loops...)
+    "nested": "{{ a.b.c }}|{{ a.b.d.e }}|{{ a.x.y }}|{{ (a.b.c ~ a.b.d.e)|upper }}",
+    "in_exprs": "{{ [a.b.c, {'k': a.b.d.e}] }}|{{ a.b.c if a.b else 'no' }}|{{ a.b.c + 1 }}|{{ a.b.c|string|length }}",
+    "macro": "{% macro m(x) %}<{{ x.v }}:{{ caller() if caller else '' }}>{% endmacro %}"
+             "{{ m(a.m) }}{% call m(a.m) %}{{ a.b.c }}{% endcall %}",
+    "set_for": "{% set t = a.b %}{% for r in rows if r.id is odd %}{{ loop.index }}={{ r.id }}{{ t.c }};"
+               "{% else %}none{% endfor %}{% for k in a.b|sort %}{{ k }},{% endfor %}",
+    "recursive": "{% for n in tree recursive %}[{{ n.name }}{{ loop(n.kids) if n.kids }}]{% endfor %}",
+    "filters": "{{ rows|map(attribute='id')|join(',') }}|{{ rows|selectattr('id', 'even')|map(attribute='message')|list }}",
+    "methods": "{% for k, v in a.b.items() %}{{ k }}:{{ v is mapping }};{% endfor %}",
+    # what the output escaper sees: str, int, bool, float, None, Markup, __html__, |safe, blocks, macros
+    "values": "{{ s }}|{{ i }}|{{ b }}|{{ f }}|{{ n }}|{{ m }}|{{ h }}|{{ s|safe }}|{{ -i }}|{{ big }}",
+    "blocks": "{% set x %}<{{ s }}>{% endset %}{{ x }}|{{ x|length }}|{% macro q(v) %}[{{ v }}]{% endmacro %}"
+              "{{ q(s) }}{{ q(m) }}|{% autoescape false %}{{ s }}{% endautoescape %}|{% autoescape flag %}{{ s }}"
+              "{% endautoescape %}|{{ '%s'|format(s) }}|{{ s ~ i }}",
 }
+
+
+class HasHtml:
+    def __html__(self):
+        return "<em>trusted</em>"
+
+    def __str__(self):
+        return "<em>untrusted</em>"
 
 
 def envs():
@@ -30,6 +54,18 @@ def envs():
     ("sub", {"d": collections.OrderedDict(id=5)}),  # a dict subclass: stock behaviour
     ("escaped", {"row": {"message": "<script>alert('x')</script>"}}),
     ("loop", {"rows": [{"id": i, "message": f"m{i}"} for i in range(5)]}),
+    ("nested", {"a": {"b": {"c": 1, "d": {"e": "<x>"}}, "x": 3 + 4j}}),
+    ("in_exprs", {"a": {"b": {"c": 2, "d": {"e": "e"}}}}),
+    ("macro", {"a": {"m": {"v": "mv"}, "b": {"c": "cv"}}}),
+    ("set_for", {"a": {"b": {"c": "!", "z": 1}}, "rows": [{"id": i, "message": f"m{i}"} for i in range(5)]}),
+    ("set_for", {"a": {"b": {"c": "!"}}, "rows": []}),
+    ("recursive", {"tree": [{"name": "r", "kids": [{"name": "a", "kids": []}, {"name": "b", "kids": None}]}]}),
+    ("filters", {"rows": [{"id": i, "message": f"m{i}"} for i in range(5)]}),
+    ("methods", {"a": {"b": {"x": {}, "y": 1}}}),
+    ("values", {"s": "<a href='x'>&\"", "i": 42, "b": True, "f": 1.5, "n": None, "m": Markup("<b>ok</b>"),
+                "h": HasHtml(), "big": 10 ** 30}),
+    ("blocks", {"s": "<i>&", "i": -3, "m": Markup("<b>"), "flag": False}),
+    ("blocks", {"s": "<i>&", "i": -3, "m": Markup("<b>"), "flag": True}),
 ])
 def test_same_output_as_stock_jinja2(name, ctx):
     ours, stock = envs()
@@ -60,3 +96,19 @@ def test_templates_compile_every_file_once(tmp_path):
     assert t.get("a.html") is first
     r = t.response("a.html", row={"x": "<b>"})
     assert r.body == b"<p>&lt;b&gt;</p>" and r.status == 200
+
+
+def test_the_lookup_is_compiled_inline():
+    ours, stock = envs()
+    src = SOURCES["row"]
+    assert stock.compile(src, raw=True).count("environment.getattr((undefined(name='row')") == 2
+    code = ours.compile(src, raw=True)
+    assert code.count("(_dfv['id'] if (_dfv := (undefined(name='row')") == 1
+    assert code.count("environment.getattr(_dfv, ") == 2  # only as the fallback
+
+
+def test_output_escaper_matches_markupsafe():
+    from markupsafe import escape
+
+    for v in ["<&>'\"", "", "plain", 0, -7, 10 ** 40, True, None, 2.5, Markup("<b>"), HasHtml(), ["<x>"]]:
+        assert str(escape_output(v)) == str(escape(v)), v
