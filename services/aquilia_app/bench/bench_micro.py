@@ -496,14 +496,14 @@ def bench_template(n, repeat):
     from aquilia_app.app import HERE, HTML_ROWS
     from aquilia_app.templates import DictFirstEnvironment, Templates
 
-    class CallPerLookup(DictFirstEnvironment):  # dict-first through a getattr call, a Markup per value
+    class StockCodegen(DictFirstEnvironment):  # dict-first lookups, but a Markup per output value
         code_generator_class = jinja2.Environment.code_generator_class
 
     ctx = {"title": "aquilia_app", "service": "aquilia_app", "rows": HTML_ROWS}
     opts = dict(loader=jinja2.FileSystemLoader(os.path.join(HERE, "html")), autoescape=True)
     ours = Templates(os.path.join(HERE, "html")).get("page.html")
     stock = jinja2.Environment(**opts).get_template("page.html")
-    per_call = CallPerLookup(**opts).get_template("page.html")
+    per_call = StockCodegen(**opts).get_template("page.html")
     assert ours.render(ctx) == stock.render(ctx) == per_call.render(ctx)
     a = timeit_sync(lambda: ours.render(ctx), n, repeat)
     b = timeit_sync(lambda: stock.render(ctx), n, repeat)
