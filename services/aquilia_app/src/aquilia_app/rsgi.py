@@ -28,11 +28,15 @@ _BY_TYPE = {ct: [("content-type", ct.decode("latin-1"))] for ct in (CT_TEXT, CT_
 
 def response_headers(resp) -> list:
     """RSGI (str) headers for a ``Response`` or ``StreamingResponse``, without Content-Length."""
-    if resp.__class__ is Response and resp.extra is None:  # the common case: a shared list
+    if resp.__class__ is not Response:  # a StreamingResponse: its raw headers carry no Content-Length
+        return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers]
+    if resp.extra is None:  # the common case: a shared list
         h = _BY_TYPE.get(resp.media_type)
         if h is not None:
             return h
-    return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers if k != b"content-length"]
+    # straight from the parts: the ASGI pairs (with a Content-Length to drop) are never built
+    return [("content-type", resp.media_type.decode("latin-1"))] + [
+        (k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.extra or ()]
 
 
 def _addr(s: str):
