@@ -1,5 +1,6 @@
 """Client scenarios: one fast local server (pinned to the load CPU set), each client library driven
-against it by ``client_driver.py`` in its own process (pinned to the systems' CPU set), N repeats.
+against it by ``client_driver.py`` in its own process (pinned to the systems' CPU set), N repeats (rounds over
+the clients, every other round reversed: ``runner.round_order``).
 Recorded per client: req/s (back to back on one connection), latency percentiles, errors, peak RSS and
 CPU time of the driver process.
 """
@@ -13,7 +14,7 @@ import sys
 
 from . import stats
 from .procs import Proc, StartError
-from .runner import Settings, Started, start_system, version_of
+from .runner import Settings, Started, round_order, start_system, version_of
 from .scenarios import Scenario, Workload
 
 DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "client_driver.py")
@@ -143,8 +144,9 @@ class ClientRun:
                 wrec = {"name": w.name, "mode": "http", "method": w.method, "path": w.path, "connections": 1,
                         "rates": [], "results": {}}
                 self.record["workloads"].append(wrec)
+                wrec["order"] = [[c.name for c in round_order(self.clients, r)] for r in range(s.repeat)]
                 for r in range(s.repeat):
-                    for c in self.clients:
+                    for c in round_order(self.clients, r):
                         rec = sysrec[c.name]
                         if rec["status"] != "ok":
                             continue

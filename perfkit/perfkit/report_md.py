@@ -179,7 +179,8 @@ def render(doc: dict) -> str:
            f"commit `{doc['git_commit']}`, {m['cpus']} × {m['cpu_model']}, Linux {m['kernel']}, "
            f"Python {m['python']}. Systems pinned to CPU {doc['cpu_sets']['systems']}, load engine to CPU "
            f"{doc['cpu_sets']['load']} ({doc['load_engine']['version']}).",
-           f"Each figure is the median of {s['repeat']} repeat(s) (± half the spread); probes {s['probe_s']} s "
+           f"Each figure is the median of {s['repeat']} repeat(s) (± half the spread; the repeats are rounds over the "
+           f"systems, every other round reversed); probes {s['probe_s']} s "
            f"closed loop after {s['warmup_s']} s warm-up, constant-rate runs {s['duration_s']} s at "
            f"{', '.join(f'{x:.0%}' for x in s['levels'])} of the slowest system's max "
            f"(or of the scenario's rate reference, named in its section).", "",

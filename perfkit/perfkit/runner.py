@@ -2,6 +2,8 @@
 
 1. start every system of the scenario pinned to the systems' CPU set, wait until each is ready;
 2. warm-up, then a closed-loop saturation probe (``perfkit-load --max``) per system, N repeats → max req/s;
+   the repeats are rounds over every system, every other round in reverse order (``round_order``), so no
+   system is always measured right after the same neighbour or always first;
 3. constant-rate runs at 50/75/90 % of the *slowest* system's median max (or of the scenario's
    ``rate_reference`` system's) — the same absolute rates for every system, so their corrected latencies
    compare — N repeats each;
@@ -45,6 +47,13 @@ class Settings:
     load_cpus: str | None = None
     metrics_addr: str | None = None
     work_dir: str = ""
+
+
+def round_order(items: list, r: int) -> list:
+    """The order of round ``r`` (0-based): as listed, then reversed, alternately (an ABBA design: with an
+    even number of repeats every pair of systems is measured as often in one order as in the other, so a
+    drift or a neighbour's after-effect lands on both alike instead of on whoever comes second)."""
+    return items if r % 2 == 0 else items[::-1]
 
 
 def version_of(v: Version, bins: dict, values: dict) -> str:
@@ -228,8 +237,9 @@ class ServerRun:
             wrec["results"] = {name: self._summarise(d, wrec["rates"]) for name, d in per.items()}
 
         # 1) warm-up + closed-loop saturation probe, N repeats
+        wrec["order"] = [[st.system.name for st in round_order(live, r)] for r in range(s.repeat)]
         for r in range(s.repeat):
-            for st in live:
+            for st in round_order(live, r):
                 if not st.ok:
                     continue
                 self.progress.step(f"{self.sc.name}/{w.name}: probe {st.system.name} (repeat {r + 1}/{s.repeat})")
@@ -252,7 +262,7 @@ class ServerRun:
         wrec["rates"] = [round(ref_max * f, 1) for f in s.levels]
         # 2) constant-rate runs at the same absolute rates for every system, N repeats
         for r in range(s.repeat):
-            for st in live:
+            for st in round_order(live, r):
                 for frac, rate in zip(s.levels, wrec["rates"]):
                     if not st.ok or rate <= 0:
                         continue

@@ -43,6 +43,9 @@ def test_server_and_client_scenarios_end_to_end(tmp_path, tiny_dir, perfkit_load
         assert systems[name]["cpu_seconds"] > 0
     w = tiny["workloads"][0]
     assert len(w["rates"]) == 3
+    # repeat rounds alternate direction (ABBA): the second round is the first reversed
+    assert len(w["order"]) == 2 and set(w["order"][0]) == {"asgi-a", "asgi-b"}
+    assert w["order"][1] == w["order"][0][::-1]
     slowest = min(w["results"][n]["max_rps"]["median"] for n in ("asgi-a", "asgi-b"))
     assert abs(w["rates"][2] - 0.9 * slowest) < 1.0  # the same absolute rates for both, from the slowest
     assert w["results"][w["rate_reference"]]["max_rps"]["median"] == slowest
@@ -60,6 +63,7 @@ def test_server_and_client_scenarios_end_to_end(tmp_path, tiny_dir, perfkit_load
     client = by_name["tinyclient"]
     assert client["status"] == "ok"
     cw = client["workloads"][0]
+    assert cw["order"][1] == cw["order"][0][::-1] and "requests" in cw["order"][0]
     for name in ("urllib3", "requests", "niquests"):
         res = cw["results"][name]
         assert res["max_rps"]["median"] > 20 and res["errors"] == 0
