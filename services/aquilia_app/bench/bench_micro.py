@@ -511,6 +511,71 @@ def bench_template(n, repeat):
     return [("Jinja2 render of /html (12 dict rows)", a, "stock jinja2", b, "stock codegen + dict-first getattr", c)]
 
 
+# -- 7. instrumentation (a whole /json request through the RSGI entry, in one process) ----------------
+class _RSGIHeaders(dict):
+    pass  # granian's headers object: .items() and .get(), as a dict has
+
+
+class _RSGIScope:  # the fields App.__rsgi__ reads from granian's scope
+    proto, method, path, query_string, http_version, scheme = "http", "GET", "/json", "", "1.1", "http"
+    client, server = "127.0.0.1:40000", "127.0.0.1:8081"
+    headers = _RSGIHeaders({"host": "127.0.0.1:8081", "user-agent": "perfkit-load"})
+
+
+class _RSGIProto:
+    def response_bytes(self, status, headers, body):
+        pass
+
+
+def instrumentation_apps():
+    """The reference app three times: metrics on, metrics off, and recording into prometheus-client on
+    every request (the naive version)."""
+    import tempfile
+
+    from aquilia_app.app import create_app
+    from aquilia_app.metrics import Metrics
+
+    class DirectMetrics(Metrics):
+        def observe_request(self, route, method, status, seconds):
+            self.requests.labels(self.service, route, method, "2xx" if status < 300 else "other").observe(seconds)
+
+    db = os.path.join(tempfile.mkdtemp(prefix="bench_micro_"), "items.sqlite3")
+    on, off, direct = create_app(db, metrics=True), create_app(db, metrics=False), create_app(db, metrics=True)
+    direct.metrics.__class__ = DirectMetrics
+    return on, off, direct
+
+
+def bench_instrumentation(n, repeat, apps=None):
+    """The recording a request pays (Metrics.observe_request: a list slot) against the same app with
+    metrics off and against recording straight into prometheus-client (labels() + observe() per request).
+    Interleaved rounds, best of each, so a drift of the machine hits all three alike."""
+    apps = apps or instrumentation_apps()
+    scope, proto = _RSGIScope(), _RSGIProto()
+
+    async def run():
+        for app in apps:
+            await app.startup()
+        best = [float("inf")] * 3
+        for _ in range(repeat):
+            for i, app in enumerate(apps):
+                call = app.__rsgi__
+                t = time.perf_counter_ns()
+                for _ in range(n):
+                    await call(scope, proto)
+                best[i] = min(best[i], (time.perf_counter_ns() - t) / n)
+        for app in apps:
+            await app.shutdown()
+        return best
+
+    try:
+        import uvloop
+        a, b, c = uvloop.run(run())
+    except ImportError:  # pragma: no cover
+        a, b, c = asyncio.run(run())
+    return [("request /json via __rsgi__, metrics on", a, "metrics off", b,
+             "prometheus-client observe per request", c)]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", type=int, default=20000, help="operations per timing")
@@ -518,7 +583,8 @@ def main(argv=None):
     ap.add_argument("--json", help="write results as JSON to this file")
     a = ap.parse_args(argv)
     rows = []
-    for bench in (bench_routing, bench_di, bench_json, bench_middleware, bench_query, bench_template):
+    for bench in (bench_routing, bench_di, bench_json, bench_middleware, bench_query, bench_template,
+                  bench_instrumentation):
         rows += bench(a.n, a.repeat)
     print(f"{'hot path':52} {'aquilia_app':>12} {'peer':>12} {'x':>6} {'naive':>12} {'x':>6}  peer / naive")
     out = []
