@@ -9,7 +9,7 @@ them as data (//perfkit:peer_apps), and from a checkout they are found at ../../
 Every server runs one worker pinned to CPU 0 (``taskset -c 0``); the load, ``wrk -t1 -cC -dDs``, runs pinned
 to CPU 1.  Each endpoint gets a 1 s warm-up run first.  Prints a Markdown table of req/s and the
 ratio of aquilia_app's req/s to each peer's (same run, same machine).  Not a test: numbers only.
-(The monorepo's bench will drive this with perfkit-load instead of wrk.)
+The perfkit bench runs the same comparison with perfkit-load (perfkit/scenarios/aquilia_app.toml).
 """
 from __future__ import annotations
 
