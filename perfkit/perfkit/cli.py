@@ -3,8 +3,10 @@
     perfkit [--suite quick|full] [--only NAME ...] [--duration S] [--repeat N] [--out DIR] [--list] ...
     perfkit compare A/results.json B/results.json [--min-change 0.05] [--all] [--fail-on-slower]
     perfkit report RESULTS_DIR            # re-render report.md / report.html from a results.json
+    perfkit paired SCENARIO/BASE SCENARIO/VARIANT [--workload W] [--rounds N] [--max-cost 0.05]
 
-Exit status: 0 done, 1 some system failed / a regression with --fail-on-slower, 2 bad input, 130 Ctrl-C.
+Exit status: 0 done, 1 some system failed / a regression with --fail-on-slower / a paired cost not shown
+within --max-cost, 2 bad input, 130 Ctrl-C.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ import socket
 import sys
 
 from . import compare as compare_mod
+from . import paired as paired_mod
 from . import procs, report_html, report_md, results
 from .clients import ClientRun
 from .loadgen import engine_version
+from .paired import PairedRun, PairedSettings
 from .progress import Progress
 from .runner import ServerRun, Settings, resolve_bins
 from .scenarios import Registry, ScenarioError
@@ -89,7 +93,8 @@ def _user_path(p: str) -> str:
 def bench_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="perfkit", description="Run the perfkit bench: every registered service "
                                 "against its peers and floor; writes results.json, report.md and report.html.",
-                                epilog="Other commands: 'perfkit compare A B', 'perfkit report DIR'.")
+                                epilog="Other commands: 'perfkit compare A B', 'perfkit report DIR', "
+                                "'perfkit paired A B'.")
     p.add_argument("--suite", choices=sorted(SUITES), default="quick", help="quick (default, <= 10 min) or full")
     p.add_argument("--only", action="append", metavar="NAME",
                    help="a scenario, SCENARIO/SYSTEM or a system name (repeatable; default: everything)")
@@ -271,8 +276,154 @@ def run_report(argv: list[str]) -> int:
     return 0
 
 
+def _fraction(text: str) -> float:
+    try:
+        v = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction (0.05) or a percentage (5%)") from None
+    if not 0 < v < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1 (or 0% and 100%)")
+    return v
+
+
+def _rounds(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 2 <= v <= 10000 or v % 2:
+        raise argparse.ArgumentTypeError("--rounds must be an even number (blocks of two rounds) from 2 to 10000")
+    return v
+
+
+def paired_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="perfkit paired",
+        description="Paired A/B of two systems of one server scenario: both run side by side, many short "
+                    "closed-loop rounds in alternating order, the ratio variant / base per round, its median "
+                    "and geometric mean with bootstrap 95%% intervals; writes paired.json and paired.md.")
+    p.add_argument("base", metavar="SCENARIO/BASE", help="the reference system, e.g. aquilia_app/aquilia_app-nometrics")
+    p.add_argument("variant", metavar="SCENARIO/VARIANT", help="the system compared with it, e.g. aquilia_app/aquilia_app")
+    p.add_argument("--workload", help="workload name (default: the scenario's first)")
+    p.add_argument("--rounds", type=_rounds, default=40, help="rounds, each measuring both systems (default 40)")
+    p.add_argument("--round", dest="round_s", type=_positive, default=2.0,
+                   help="seconds each system is measured per round (default 2)")
+    p.add_argument("--warmup", type=_positive, default=2.0, help="seconds of warm-up per system before round 1")
+    p.add_argument("--max-cost", type=_fraction, metavar="FRACTION",
+                   help="the claim to check, e.g. 0.05 or 5%%: variant req/s >= (1 - FRACTION) x base's")
+    p.add_argument("--concurrent", action="store_true",
+                   help="load both systems at the same time, sharing their CPU set: the ratio of CPU cost per "
+                        "request, with the machine's fluctuations hitting both alike (far tighter intervals)")
+    p.add_argument("--seed", type=int, default=1, help="bootstrap seed (default 1)")
+    p.add_argument("--out", help="output folder (default: results/paired-<timestamp> in the workspace)")
+    p.add_argument("--scenarios", help="scenario folder (default: perfkit/scenarios)")
+    p.add_argument("--bin", action="append", type=_bin, default=[], metavar="NAME=PATH",
+                   help="where a binary named in the scenarios or perfkit-load is")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    return p
+
+
+def _paired_selection(reg: Registry, base: str, variant: str, workload: str | None):
+    names = []
+    for item in (base, variant):
+        if "/" not in item:
+            raise ScenarioError(f"{item!r}: name a system as SCENARIO/SYSTEM")
+        names.append(item.split("/", 1))
+    if names[0][0] != names[1][0]:
+        raise ScenarioError(f"{base} and {variant}: both systems must be of the same scenario")
+    if names[0][1] == names[1][1]:
+        raise ScenarioError(f"{base}: base and variant are the same system")
+    sc = reg.get(names[0][0])
+    if sc.kind != "server":
+        raise ScenarioError(f"scenario {sc.name!r} is a {sc.kind} scenario: paired runs compare servers")
+    for _, member in names:
+        if member not in sc.member_names():
+            raise ScenarioError(f"unknown system {member!r} in scenario {sc.name!r} "
+                                f"(valid: {', '.join(sc.member_names())})")
+    if not sc.workloads:
+        raise ScenarioError(f"scenario {sc.name!r} has no workloads")
+    if workload is None:
+        w = sc.workloads[0]
+    else:
+        by = {x.name: x for x in sc.workloads}
+        if workload not in by:
+            raise ScenarioError(f"unknown workload {workload!r} in scenario {sc.name!r} (valid: {', '.join(by)})")
+        w = by[workload]
+    if w.mode != "http":
+        raise ScenarioError(f"workload {w.name!r} is {w.mode}: paired runs drive HTTP workloads")
+    return sc, names[0][1], names[1][1], w
+
+
+def run_paired(argv: list[str]) -> int:
+    a = paired_parser().parse_args(argv)
+    try:
+        reg = Registry.load(_user_path(a.scenarios) if a.scenarios else None)
+        sc, base, variant, w = _paired_selection(reg, a.base, a.variant, a.workload)
+    except ScenarioError as e:
+        print(f"perfkit paired: error: {e}", file=sys.stderr)
+        return 2
+    bins = resolve_bins(dict(a.bin))
+    try:
+        load_bin = bins["perfkit-load"]
+    except KeyError:
+        print("perfkit paired: error: the load engine perfkit-load was not found: pass --bin perfkit-load=PATH "
+              "or set PERFKIT_BIN_PERFKIT_LOAD", file=sys.stderr)
+        return 2
+    sut, load = procs.cpu_sets()
+    if a.out:
+        out = _user_path(a.out)
+    else:
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
+        out = os.path.join(os.path.dirname(_default_out()), f"paired-{stamp}")
+    try:
+        os.makedirs(os.path.join(out, "logs"), exist_ok=True)
+    except OSError as e:
+        print(f"perfkit paired: error: cannot create the output folder {out}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    peers = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "peers")
+    settings = Settings(load_bin=load_bin, bins=bins, peers_dir=peers, sut_cpus=sut, load_cpus=load,
+                        work_dir=os.path.join(out, "logs"))
+    ps = PairedSettings(rounds=a.rounds, round_s=a.round_s, warmup_s=a.warmup, max_cost=a.max_cost, seed=a.seed,
+                        concurrent=a.concurrent)
+    run = PairedRun(sc, base, variant, w, settings, ps, None)
+    progress = Progress(run.steps(), quiet=a.quiet)
+    run.progress = progress
+    progress.say(f"perfkit paired: {sc.name}/{variant} / {base} on {w.name}, {ps.rounds} rounds of {ps.round_s:g} s"
+                 f"{', both at once' if ps.concurrent else ''}; "
+                 f"systems on CPU {sut}, load on CPU {load}; output in {out}")
+    old = signal.signal(signal.SIGTERM, _on_sigterm)
+    interrupted = False
+    try:
+        rec = run.run()
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        progress.say("perfkit paired: interrupted: stopping both systems, writing the rounds measured")
+        rec = run.record
+        rec["status"] = "interrupted"
+        interrupted = True
+    finally:
+        procs.stop_all()
+        signal.signal(signal.SIGTERM, old)
+    rec["git_commit"] = results.git_commit()
+    rec["cpu_sets"] = {"systems": sut, "load": load}
+    rec["machine"] = results.machine()
+    paths = paired_mod.write(rec, out)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    print(paired_mod.render(rec))
+    print(f"perfkit paired: results in {out}")
+    for p in paths:
+        print(f"  {p}")
+    if interrupted:
+        return 130
+    if rec["status"] != "ok":
+        return 1
+    return 1 if rec["verdict"] in ("over", "undecided") else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "paired":
+        return run_paired(argv[1:])
     if argv and argv[0] == "compare":
         return run_compare(argv[1:])
     if argv and argv[0] == "report":
