@@ -300,10 +300,12 @@ def paired_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="perfkit paired",
         description="Paired A/B of two systems of one server scenario: both run side by side, many short "
-                    "closed-loop rounds in alternating order, the ratio variant / base per round, its median "
-                    "and geometric mean with bootstrap 95%% intervals; writes paired.json and paired.md.")
-    p.add_argument("base", metavar="SCENARIO/BASE", help="the reference system, e.g. aquilia_app/aquilia_app-nometrics")
-    p.add_argument("variant", metavar="SCENARIO/VARIANT", help="the system compared with it, e.g. aquilia_app/aquilia_app")
+                    "closed-loop rounds in alternating order, the ratio variant / base per block of two rounds, "
+                    "its median and geometric mean with bootstrap 95% intervals; writes paired.json and paired.md.")
+    p.add_argument("base", metavar="SCENARIO/BASE",
+                   help="the reference system, e.g. aquilia_app/aquilia_app-nometrics")
+    p.add_argument("variant", metavar="SCENARIO/VARIANT",
+                   help="the system compared with it, e.g. aquilia_app/aquilia_app")
     p.add_argument("--workload", help="workload name (default: the scenario's first)")
     p.add_argument("--rounds", type=_rounds, default=40, help="rounds, each measuring both systems (default 40)")
     p.add_argument("--round", dest="round_s", type=_positive, default=2.0,
