@@ -46,14 +46,22 @@ def _positive(text: str) -> float:
     return v
 
 
-def _repeat(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if not 1 <= v <= 100:
-        raise argparse.ArgumentTypeError("--repeat must be between 1 and 100")
-    return v
+def _int_in(option: str, lo: int, hi: int, *, even: bool = False):
+    """An argparse type: an integer in [lo, hi] (and even, when asked), else a message naming ``option``."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not lo <= v <= hi or (even and v % 2):
+            kind = "an even number (blocks of two rounds) from" if even else "between"
+            raise argparse.ArgumentTypeError(f"{option} must be {kind} {lo} {'to' if even else 'and'} {hi}")
+        return v
+    return parse
+
+
+_repeat = _int_in("--repeat", 1, 100)
+_rounds = _int_in("--rounds", 2, 10000, even=True)
 
 
 def _bin(text: str) -> tuple[str, str]:
@@ -283,16 +291,6 @@ def _fraction(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a fraction (0.05) or a percentage (5%)") from None
     if not 0 < v < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1 (or 0% and 100%)")
-    return v
-
-
-def _rounds(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if not 2 <= v <= 10000 or v % 2:
-        raise argparse.ArgumentTypeError("--rounds must be an even number (blocks of two rounds) from 2 to 10000")
     return v
 
 

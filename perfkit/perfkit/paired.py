@@ -166,7 +166,10 @@ class PairedRun:
         cpu = st.proc.cpu_seconds - cpu0
         # the CPU delta spans the warm-up too; the engine's requests cover only the measured window
         served = res["requests"] * (duration + warmup) / duration if duration else 0
-        return {"rps": res["achieved_rate"], "errors": res["errors"], "cpu_s": round(cpu, 3),
+        out = res.get("outcomes", {})
+        return {"rps": res["achieved_rate"], "errors": res["errors"],
+                "non_2xx": sum(out.get(k, 0) for k in ("3xx", "4xx", "5xx", "other_status")),
+                "cpu_s": round(cpu, 3),
                 "cpu_us_per_request": 1e6 * cpu / served if served else None}
 
     def _together(self, order: list[Started]) -> dict:
@@ -207,7 +210,7 @@ class PairedRun:
                     # base CPU ÷ variant CPU: above 1 when the variant needs less, like the throughput ratio
                     "cpu_ratio": (b["cpu_us_per_request"] / v["cpu_us_per_request"]
                                   if b["cpu_us_per_request"] and v["cpu_us_per_request"] else None)})
-                note = f"{v['rps']:,.0f} vs {b['rps']:,.0f} req/s"
+                note = f"variant {v['rps']:,.0f}, base {b['rps']:,.0f} req/s"
                 blocks = block_ratios(rounds, "throughput_ratio")
                 if r % 2 and blocks:  # cheap running figure; the intervals are computed once, at the end
                     note += f"; block {len(blocks)}: {blocks[-1]:.3f}, median so far {statistics.median(blocks):.3f}"
@@ -258,6 +261,10 @@ def render(rec: dict) -> str:
         rps_b = statistics.median(r["base"]["rps"] for r in rec["rounds"])
         rps_v = statistics.median(r["variant"]["rps"] for r in rec["rounds"])
         lines += ["", f"Median req/s over the rounds: base {rps_b:,.0f}, variant {rps_v:,.0f}."]
+        bad = {side: sum(r[side]["errors"] + r[side]["non_2xx"] for r in rec["rounds"]) for side in ("base", "variant")}
+        if any(bad.values()):  # a system that fails fast can look fast: say so next to the figures
+            lines.append(f"**Failed requests** (errors, timeouts and non-2xx answers): base {bad['base']}, "
+                         f"variant {bad['variant']}.")
     pos = rec["first_over_second"]
     if s.get("concurrent") and rec["rounds"]:
         share = statistics.median(r["base"]["cpu_s"] / (r["base"]["cpu_s"] + r["variant"]["cpu_s"])

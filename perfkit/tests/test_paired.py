@@ -72,7 +72,7 @@ def test_paired_run_end_to_end(tmp_path, tiny_dir, perfkit_load, concurrent):
     assert [x["order"] for x in rec["rounds"]] == [["base", "variant"], ["variant", "base"]] * 2
     for x in rec["rounds"]:
         for side in ("base", "variant"):
-            assert x[side]["rps"] > 50 and x[side]["errors"] == 0
+            assert x[side]["rps"] > 50 and x[side]["errors"] == 0 and x[side]["non_2xx"] == 0
             assert 0 < x[side]["cpu_us_per_request"] < 1e6
         assert x["throughput_ratio"] == pytest.approx(x["variant"]["rps"] / x["base"]["rps"])
     t = rec["throughput_ratio"]
@@ -85,7 +85,8 @@ def test_paired_run_end_to_end(tmp_path, tiny_dir, perfkit_load, concurrent):
         assert "both systems loaded at the same time" in (out / "paired.md").read_text()
     assert {s["name"] for s in rec["systems"]} == {"asgi-a", "asgi-b"}
     assert all(s["cpu_seconds"] > 0 for s in rec["systems"])
-    assert "| req/s |" in (out / "paired.md").read_text()
+    md = (out / "paired.md").read_text()
+    assert "| req/s |" in md and "Failed requests" not in md
 
 
 def test_a_variant_that_cannot_start_fails_clearly(tmp_path, tiny_dir, perfkit_load):
@@ -112,3 +113,18 @@ def test_bad_input_is_refused_before_anything_starts(tiny_dir, args, message):
     r = run_cli(["paired", "--scenarios", str(tiny_dir)] + args, timeout=60)
     assert r.returncode == 2, r.stdout + r.stderr
     assert message in r.stderr
+
+
+def test_the_report_flags_failed_requests_next_to_the_figures():
+    side = {"rps": 1000.0, "errors": 0, "non_2xx": 0, "cpu_s": 1.0, "cpu_us_per_request": 500.0}
+    bad = dict(side, non_2xx=12)
+    rounds = [{"order": ["base", "variant"], "base": side, "variant": bad, "throughput_ratio": 1.0, "cpu_ratio": 1.0},
+              {"order": ["variant", "base"], "base": side, "variant": bad, "throughput_ratio": 1.0, "cpu_ratio": 1.0}]
+    rec = {"scenario": "s", "base": "a", "variant": "b", "status": "ok", "rounds": rounds,
+           "workload": {"name": "w", "method": "GET", "path": "/", "connections": 4},
+           "settings": {"rounds": 2, "round_s": 1.0, "max_cost": 0.05, "concurrent": False},
+           "throughput_ratio": paired.summarise([1.0]), "cpu_per_request_ratio": paired.summarise([1.0]),
+           "first_over_second": paired.summarise([1.0, 1.0]), "verdict": "within"}
+    md = paired.render(rec)
+    assert "**Failed requests** (errors, timeouts and non-2xx answers): base 0, variant 24." in md
+    assert "**Verdict: within**" in md and "| req/s | 1.000 |" in md
