@@ -20,7 +20,7 @@ needs a design aimed at the difference itself:
 ``--concurrent`` loads both systems at the same time instead of one after the other.  They share their
 CPU set, and the kernel gives each an equal share of CPU time (the record shows what each got), so the
 ratio of their req/s is the inverse ratio of their CPU time per request - and every fluctuation of the
-machine hits both at once.  On this VM it cut the standard deviation of a block's ratio from 15 % to 0.9 %.  What it
+machine hits both at once.  On this VM it cut the standard deviation of a block's ratio from 6-15 % to 0.9 %.  What it
 measures is the cost per request of a saturated server, not the req/s of either running alone (the
 default mode measures that); an A/A run (one system against a copy of itself) checks the fairness.
 
