@@ -349,8 +349,6 @@ def _paired_selection(reg: Registry, base: str, variant: str, workload: str | No
         if workload not in by:
             raise ScenarioError(f"unknown workload {workload!r} in scenario {sc.name!r} (valid: {', '.join(by)})")
         w = by[workload]
-    if w.mode != "http":
-        raise ScenarioError(f"workload {w.name!r} is {w.mode}: paired runs drive HTTP workloads")
     return sc, names[0][1], names[1][1], w
 
 

@@ -40,10 +40,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from . import loadgen
-from .runner import Settings, Started, round_order, start_system
+from .runner import Settings, Started, round_order, start_system, workload_url
 from .scenarios import Scenario, Workload
 
 BOOTSTRAP_RESAMPLES = 4000
+# --concurrent: the base's share of the CPU time outside this range means the two were not both saturated
+UNEVEN_SHARE = (0.45, 0.55)
 
 
 @dataclass
@@ -110,10 +112,20 @@ def position_ratios(rounds: list[dict]) -> list[float]:
     return out
 
 
-def verdict(summary: dict, max_cost: float | None) -> str | None:
-    """``within`` / ``over`` / ``undecided`` for a throughput ratio (variant ÷ base) against a max cost."""
+def base_cpu_share(rounds: list[dict]) -> float | None:
+    """Median over rounds of the base's share of the two systems' CPU time (--concurrent: 0.5 when fair)."""
+    shares = [r["base"]["cpu_s"] / (r["base"]["cpu_s"] + r["variant"]["cpu_s"])
+              for r in rounds if r["base"]["cpu_s"] + r["variant"]["cpu_s"] > 0]
+    return statistics.median(shares) if shares else None
+
+
+def verdict(summary: dict, max_cost: float | None, cpu_share: float | None = None) -> str | None:
+    """``within`` / ``over`` / ``undecided`` for a throughput ratio (variant ÷ base) against a max cost.
+    ``cpu_share`` (--concurrent): an uneven split means the ratio is not the CPU-cost ratio: undecided."""
     if max_cost is None or not summary.get("n"):
         return None
+    if cpu_share is not None and not UNEVEN_SHARE[0] <= cpu_share <= UNEVEN_SHARE[1]:
+        return "undecided"
     floor = 1.0 - max_cost
     lo, hi = summary["median_ci95"]
     if lo >= floor:
@@ -138,7 +150,7 @@ class PairedRun:
         self.variant = Started(by_name[variant])
         self.record: dict = {
             "scenario": scenario.name, "base": base, "variant": variant, "status": "ok",
-            "workload": {"name": workload.name, "method": workload.method, "path": workload.path,
+            "workload": {"name": workload.name, "mode": workload.mode, "method": workload.method, "path": workload.path,
                          "connections": workload.connections},
             "settings": {"rounds": paired.rounds, "round_s": paired.round_s, "warmup_s": paired.warmup_s,
                          "round_warmup_s": paired.round_warmup_s, "max_cost": paired.max_cost,
@@ -157,7 +169,7 @@ class PairedRun:
         w = self.w
         st.proc.sample()
         cpu0 = st.proc.cpu_seconds
-        res = loadgen.run(s.load_bin, f"http://127.0.0.1:{st.port}{w.path}", method=w.method, body=w.body,
+        res = loadgen.run(s.load_bin, workload_url(st, w), mode=w.mode, method=w.method, body=w.body,
                           headers=w.headers, connections=w.connections, duration=duration, warmup=warmup,
                           rate=None, cpus=s.load_cpus, scenario=f"{self.sc.name}/{w.name}/{st.system.name}")
         st.proc.sample()
@@ -168,7 +180,7 @@ class PairedRun:
         served = res["requests"] * (duration + warmup) / duration if duration else 0
         out = res.get("outcomes", {})
         return {"rps": res["achieved_rate"], "errors": res["errors"],
-                "non_2xx": sum(out.get(k, 0) for k in ("3xx", "4xx", "5xx", "other_status")),
+                "failed_answers": sum(out.get(k, 0) for k in ("3xx", "4xx", "5xx", "other_status", "rpc_error")),
                 "cpu_s": round(cpu, 3),
                 "cpu_us_per_request": 1e6 * cpu / served if served else None}
 
@@ -232,15 +244,17 @@ class PairedRun:
         self.record["throughput_ratio"] = summarise(block_ratios(rounds, "throughput_ratio"), seed=seed)
         self.record["cpu_per_request_ratio"] = summarise(block_ratios(rounds, "cpu_ratio"), seed=seed)
         self.record["first_over_second"] = summarise(position_ratios(rounds), seed=seed)
-        self.record["verdict"] = verdict(self.record["throughput_ratio"], self.paired.max_cost)
+        share = base_cpu_share(rounds) if self.paired.concurrent else None
+        self.record["verdict"] = verdict(self.record["throughput_ratio"], self.paired.max_cost, share)
 
 
 def render(rec: dict) -> str:
     """A short Markdown account of a paired run."""
     w = rec["workload"]
     s = rec["settings"]
+    what = f"WebSocket {w['path']}" if w.get("mode") == "ws" else f"{w['method']} {w['path']}"
     lines = [f"# perfkit paired: {rec['scenario']}/{rec['variant']} ÷ {rec['base']}", "",
-             f"{w['method']} {w['path']}, {w['connections']} connections per system, closed loop; "
+             f"{what}, {w['connections']} connections per system, closed loop; "
              f"{len(rec['rounds'])} of {s['rounds']} rounds of {s['round_s']:g} s per system, "
              + ("both systems loaded at the same time, sharing their CPU set (started in alternating order)"
                 if s.get("concurrent") else "one system after the other, in alternating order")
@@ -261,15 +275,19 @@ def render(rec: dict) -> str:
         rps_b = statistics.median(r["base"]["rps"] for r in rec["rounds"])
         rps_v = statistics.median(r["variant"]["rps"] for r in rec["rounds"])
         lines += ["", f"Median req/s over the rounds: base {rps_b:,.0f}, variant {rps_v:,.0f}."]
-        bad = {side: sum(r[side]["errors"] + r[side]["non_2xx"] for r in rec["rounds"]) for side in ("base", "variant")}
+        bad = {side: sum(r[side]["errors"] + r[side]["failed_answers"] for r in rec["rounds"])
+               for side in ("base", "variant")}
         if any(bad.values()):  # a system that fails fast can look fast: say so next to the figures
-            lines.append(f"**Failed requests** (errors, timeouts and non-2xx answers): base {bad['base']}, "
-                         f"variant {bad['variant']}.")
+            lines.append("**Failed requests** (errors, timeouts, non-2xx or JSON-RPC error answers): "
+                         f"base {bad['base']}, variant {bad['variant']}.")
     pos = rec["first_over_second"]
-    if s.get("concurrent") and rec["rounds"]:
-        share = statistics.median(r["base"]["cpu_s"] / (r["base"]["cpu_s"] + r["variant"]["cpu_s"])
-                                  for r in rec["rounds"] if r["base"]["cpu_s"] + r["variant"]["cpu_s"] > 0)
+    share = base_cpu_share(rec["rounds"])
+    if s.get("concurrent") and share is not None:
         lines.append(f"Share of the CPU time the base got in a round: median {share:.3f}.")
+        if not UNEVEN_SHARE[0] <= share <= UNEVEN_SHARE[1]:
+            lines.append("**Uneven CPU split**: at least one system was not saturated (its load, not the CPU, set its "
+                         "pace), so the req/s ratio is not the ratio of CPU cost per request; read the CPU row, or "
+                         "measure one after the other (without --concurrent). No verdict on this run.")
     elif pos.get("n"):
         lines.append(f"Position effect (req/s of a round's first system ÷ its second): median {pos['median']:.3f} "
                      f"({pos['median_ci95'][0]:.3f}–{pos['median_ci95'][1]:.3f}); the blocks cancel it.")

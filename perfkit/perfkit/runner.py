@@ -139,7 +139,7 @@ def start_system(st: Started, settings: Settings, cpus: str | None) -> None:
         st.fail(str(e), e.log_tail)
 
 
-def _url(st: Started, w: Workload) -> str:
+def workload_url(st: Started, w: Workload) -> str:
     scheme = "ws" if w.mode == "ws" else "http"
     return f"{scheme}://127.0.0.1:{st.port}{w.path}"
 
@@ -208,7 +208,7 @@ class ServerRun:
     def _load(self, st: Started, w: Workload, rate: float | None, duration: float, warmup: float) -> dict | None:
         s = self.settings
         try:
-            res = loadgen.run(s.load_bin, _url(st, w), mode=w.mode, method=w.method, body=w.body,
+            res = loadgen.run(s.load_bin, workload_url(st, w), mode=w.mode, method=w.method, body=w.body,
                               headers=w.headers, connections=w.connections, duration=duration, warmup=warmup,
                               rate=rate, cpus=s.load_cpus, scenario=f"{self.sc.name}/{w.name}/{st.system.name}",
                               metrics_addr=s.metrics_addr)

@@ -54,6 +54,8 @@ def test_summary_and_verdict():
     assert paired.verdict(s, 0.005) == "undecided"  # the interval straddles 0.995
     assert paired.verdict(paired.summarise([0.8, 0.82, 0.81, 0.79] * 5), 0.05) == "over"
     assert paired.verdict(s, None) is None
+    assert paired.verdict(s, 0.05, cpu_share=0.5) == "within"
+    assert paired.verdict(s, 0.05, cpu_share=0.36) == "undecided"  # concurrent, one side not saturated
     assert paired.verdict(paired.summarise([]), 0.05) is None
 
 
@@ -72,7 +74,7 @@ def test_paired_run_end_to_end(tmp_path, tiny_dir, perfkit_load, concurrent):
     assert [x["order"] for x in rec["rounds"]] == [["base", "variant"], ["variant", "base"]] * 2
     for x in rec["rounds"]:
         for side in ("base", "variant"):
-            assert x[side]["rps"] > 50 and x[side]["errors"] == 0 and x[side]["non_2xx"] == 0
+            assert x[side]["rps"] > 50 and x[side]["errors"] == 0 and x[side]["failed_answers"] == 0
             assert 0 < x[side]["cpu_us_per_request"] < 1e6
         assert x["throughput_ratio"] == pytest.approx(x["variant"]["rps"] / x["base"]["rps"])
     t = rec["throughput_ratio"]
@@ -116,8 +118,8 @@ def test_bad_input_is_refused_before_anything_starts(tiny_dir, args, message):
 
 
 def test_the_report_flags_failed_requests_next_to_the_figures():
-    side = {"rps": 1000.0, "errors": 0, "non_2xx": 0, "cpu_s": 1.0, "cpu_us_per_request": 500.0}
-    bad = dict(side, non_2xx=12)
+    side = {"rps": 1000.0, "errors": 0, "failed_answers": 0, "cpu_s": 1.0, "cpu_us_per_request": 500.0}
+    bad = dict(side, failed_answers=12)
     rounds = [{"order": ["base", "variant"], "base": side, "variant": bad, "throughput_ratio": 1.0, "cpu_ratio": 1.0},
               {"order": ["variant", "base"], "base": side, "variant": bad, "throughput_ratio": 1.0, "cpu_ratio": 1.0}]
     rec = {"scenario": "s", "base": "a", "variant": "b", "status": "ok", "rounds": rounds,
@@ -126,5 +128,28 @@ def test_the_report_flags_failed_requests_next_to_the_figures():
            "throughput_ratio": paired.summarise([1.0]), "cpu_per_request_ratio": paired.summarise([1.0]),
            "first_over_second": paired.summarise([1.0, 1.0]), "verdict": "within"}
     md = paired.render(rec)
-    assert "**Failed requests** (errors, timeouts and non-2xx answers): base 0, variant 24." in md
+    assert "**Failed requests** (errors, timeouts, non-2xx or JSON-RPC error answers): base 0, variant 24." in md
     assert "**Verdict: within**" in md and "| req/s | 1.000 |" in md
+
+
+def test_an_uneven_cpu_split_is_called_out_in_concurrent_mode():
+    def rnd(order, base_cpu):
+        side = {"rps": 1000.0, "errors": 0, "failed_answers": 0, "cpu_us_per_request": 500.0}
+        return {"order": order, "base": dict(side, cpu_s=base_cpu), "variant": dict(side, cpu_s=1.0),
+                "throughput_ratio": 1.0, "cpu_ratio": 1.0}
+
+    def md(base_cpu):
+        rounds = [rnd(["base", "variant"], base_cpu), rnd(["variant", "base"], base_cpu)]
+        return paired.render({
+            "scenario": "s", "base": "a", "variant": "b", "status": "ok", "rounds": rounds, "verdict": None,
+            "workload": {"name": "w", "mode": "ws", "method": "GET", "path": "/", "connections": 4},
+            "settings": {"rounds": 2, "round_s": 1.0, "max_cost": None, "concurrent": True},
+            "throughput_ratio": paired.summarise([1.0]), "cpu_per_request_ratio": paired.summarise([1.0]),
+            "first_over_second": paired.summarise([1.0, 1.0])})
+
+    assert "median 0.500" in md(1.0) and "Uneven CPU split" not in md(1.0)
+    assert "WebSocket /" in md(1.0)
+    uneven = md(0.5)  # the base got a third of the CPU time
+    assert "median 0.333" in uneven and "**Uneven CPU split**" in uneven
+    rounds = [rnd(["base", "variant"], 0.5), rnd(["variant", "base"], 0.5)]
+    assert paired.base_cpu_share(rounds) == pytest.approx(1 / 3)
