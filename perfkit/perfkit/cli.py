@@ -137,10 +137,34 @@ def list_scenarios(reg: Registry) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _default_out() -> str:
+def _default_out(prefix: str = "") -> str:
     base = os.environ.get("BUILD_WORKSPACE_DIRECTORY") or os.getcwd()
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
-    return os.path.join(base, "results", stamp)
+    return os.path.join(base, "results", prefix + stamp)
+
+
+PEERS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "peers")
+
+
+def _load_engine(bins) -> tuple[str | None, str | None]:
+    """(path, None) of the perfkit-load binary, or (None, why it cannot be used)."""
+    try:
+        path = bins["perfkit-load"]
+    except KeyError:
+        return None, ("the load engine perfkit-load was not found: pass --bin perfkit-load=PATH or set "
+                      "PERFKIT_BIN_PERFKIT_LOAD (build it with `tools/bazel build //perfkit/load:perfkit-load`)")
+    if not os.access(path, os.X_OK):
+        return None, f"the load engine {path} is not an executable file"
+    return path, None
+
+
+def _output_folder(out: str) -> str | None:
+    """Create ``out`` and its logs/ folder; why not, or None."""
+    try:
+        os.makedirs(os.path.join(out, "logs"), exist_ok=True)
+    except OSError as e:
+        return f"cannot create the output folder {out}: {e.strerror or e}"
+    return None
 
 
 def write_reports(doc: dict, out: str) -> list[str]:
@@ -173,30 +197,18 @@ def run_bench(argv: list[str]) -> int:
         return 2
     preset = SUITES[a.suite]
     bins = resolve_bins(dict(a.bin))
-    try:
-        load_bin = bins["perfkit-load"]
-    except KeyError:
-        print("perfkit: error: the load engine perfkit-load was not found: pass --bin perfkit-load=PATH or set "
-              "PERFKIT_BIN_PERFKIT_LOAD (build it with `tools/bazel build //perfkit/load:perfkit-load`)",
-              file=sys.stderr)
-        return 2
-    if not os.access(load_bin, os.X_OK):
-        print(f"perfkit: error: the load engine {load_bin} is not an executable file", file=sys.stderr)
-        return 2
+    load_bin, err = _load_engine(bins)
     sut, load = procs.cpu_sets()
     out = _user_path(a.out) if a.out else _default_out()
-    try:
-        os.makedirs(out, exist_ok=True)
-    except OSError as e:
-        print(f"perfkit: error: cannot create the output folder {out}: {e.strerror or e}", file=sys.stderr)
+    err = err or _output_folder(out)
+    if err:
+        print(f"perfkit: error: {err}", file=sys.stderr)
         return 2
     work = os.path.join(out, "logs")
-    os.makedirs(work, exist_ok=True)
-    peers = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "peers")
     settings = Settings(
         suite=a.suite, duration=a.duration or preset["duration"], probe=a.probe or preset["probe"],
         warmup=preset["warmup"] if a.warmup is None else max(0.0, a.warmup),
-        repeat=a.repeat or preset["repeat"], load_bin=load_bin, bins=bins, peers_dir=peers,
+        repeat=a.repeat or preset["repeat"], load_bin=load_bin, bins=bins, peers_dir=PEERS_DIR,
         sut_cpus=sut, load_cpus=load, metrics_addr=a.metrics_addr, work_dir=work)
     doc = results.new_document(
         a.suite,
@@ -361,25 +373,14 @@ def run_paired(argv: list[str]) -> int:
         print(f"perfkit paired: error: {e}", file=sys.stderr)
         return 2
     bins = resolve_bins(dict(a.bin))
-    try:
-        load_bin = bins["perfkit-load"]
-    except KeyError:
-        print("perfkit paired: error: the load engine perfkit-load was not found: pass --bin perfkit-load=PATH "
-              "or set PERFKIT_BIN_PERFKIT_LOAD", file=sys.stderr)
-        return 2
+    load_bin, err = _load_engine(bins)
     sut, load = procs.cpu_sets()
-    if a.out:
-        out = _user_path(a.out)
-    else:
-        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
-        out = os.path.join(os.path.dirname(_default_out()), f"paired-{stamp}")
-    try:
-        os.makedirs(os.path.join(out, "logs"), exist_ok=True)
-    except OSError as e:
-        print(f"perfkit paired: error: cannot create the output folder {out}: {e.strerror or e}", file=sys.stderr)
+    out = _user_path(a.out) if a.out else _default_out("paired-")
+    err = err or _output_folder(out)
+    if err:
+        print(f"perfkit paired: error: {err}", file=sys.stderr)
         return 2
-    peers = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "peers")
-    settings = Settings(load_bin=load_bin, bins=bins, peers_dir=peers, sut_cpus=sut, load_cpus=load,
+    settings = Settings(load_bin=load_bin, bins=bins, peers_dir=PEERS_DIR, sut_cpus=sut, load_cpus=load,
                         work_dir=os.path.join(out, "logs"))
     ps = PairedSettings(rounds=a.rounds, round_s=a.round_s, warmup_s=a.warmup, max_cost=a.max_cost, seed=a.seed,
                         concurrent=a.concurrent)

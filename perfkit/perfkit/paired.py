@@ -38,6 +38,7 @@ import random
 import statistics
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from statistics import geometric_mean
 
 from . import loadgen
 from .runner import Settings, Started, round_order, start_system, workload_url
@@ -72,10 +73,6 @@ def bootstrap_interval(values: list[float], stat, *, resamples: int = BOOTSTRAP_
     lo = est[int((1 - level) / 2 * resamples)]
     hi = est[min(resamples - 1, int((1 + level) / 2 * resamples))]
     return lo, hi
-
-
-def geometric_mean(values: list[float]) -> float:
-    return math.exp(statistics.fmean(math.log(v) for v in values))
 
 
 def summarise(ratios: list[float], *, seed: int = 1) -> dict:
@@ -119,12 +116,17 @@ def base_cpu_share(rounds: list[dict]) -> float | None:
     return statistics.median(shares) if shares else None
 
 
+def uneven(cpu_share: float | None) -> bool:
+    """--concurrent: a split of the CPU time outside UNEVEN_SHARE (one system was not saturated)."""
+    return cpu_share is not None and not UNEVEN_SHARE[0] <= cpu_share <= UNEVEN_SHARE[1]
+
+
 def verdict(summary: dict, max_cost: float | None, cpu_share: float | None = None) -> str | None:
     """``within`` / ``over`` / ``undecided`` for a throughput ratio (variant ÷ base) against a max cost.
     ``cpu_share`` (--concurrent): an uneven split means the ratio is not the CPU-cost ratio: undecided."""
     if max_cost is None or not summary.get("n"):
         return None
-    if cpu_share is not None and not UNEVEN_SHARE[0] <= cpu_share <= UNEVEN_SHARE[1]:
+    if uneven(cpu_share):
         return "undecided"
     floor = 1.0 - max_cost
     lo, hi = summary["median_ci95"]
@@ -284,7 +286,7 @@ def render(rec: dict) -> str:
     share = base_cpu_share(rec["rounds"])
     if s.get("concurrent") and share is not None:
         lines.append(f"Share of the CPU time the base got in a round: median {share:.3f}.")
-        if not UNEVEN_SHARE[0] <= share <= UNEVEN_SHARE[1]:
+        if uneven(share):
             lines.append("**Uneven CPU split**: at least one system was not saturated (its load, not the CPU, set its "
                          "pace), so the req/s ratio is not the ratio of CPU cost per request; read the CPU row, or "
                          "measure one after the other (without --concurrent). No verdict on this run.")
