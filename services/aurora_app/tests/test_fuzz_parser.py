@@ -36,7 +36,7 @@ def fuzzer(tmp_path_factory):
            f"-of={out}"] + [f"-L-L{d}" for d in _libfuzzer_dirs()]
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=out.parent)
     if r.returncode != 0 and "undefined reference to `__sanitizer_cov" in r.stderr:
-        pytest.skip("libFuzzer runtime missing (Debian package libfuzzer-14-dev)")
+        pytest.skip("libFuzzer runtime missing (Debian package libclang-rt-14-dev)")
     assert r.returncode == 0, r.stderr
     return str(out)
 
