@@ -300,8 +300,28 @@ def all_dashboards() -> dict[str, dashboard.Dashboard]:
     return out
 
 
+def to_current_schema(model: dict) -> dict:
+    """Bring the SDK's output to the dashboard schema of current Grafana (checked by //dashboards:schema_test).
+
+    The SDK still writes fields that schema no longer has: the dashboard's `style` (theme), a placeholder `id` and the interval-variable settings
+    `auto`, `auto_count`, `auto_min` on every variable, and a heatmap tooltip switched by `show` (now a `mode`).
+    """
+    model.pop("style", None)
+    for var in model.get("templating", {}).get("list", []):
+        var.pop("id", None)
+        if var.get("type") != "interval":
+            for key in ("auto", "auto_count", "auto_min"):
+                var.pop(key, None)
+    for panel in model.get("panels", []):
+        tooltip = panel.get("options", {}).get("tooltip") if panel.get("type") == "heatmap" else None
+        if tooltip is not None and "show" in tooltip:
+            tooltip["mode"] = "single" if tooltip.pop("show") else "none"
+    return model
+
+
 def render(d: dashboard.Dashboard) -> str:
-    return json.dumps(d.build(), cls=JSONEncoder, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    model = to_current_schema(json.loads(json.dumps(d.build(), cls=JSONEncoder)))
+    return json.dumps(model, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def rendered() -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""The end-to-end stack shared by test_e2e.py and test_grafana.py: a real Prometheus with
+"""The end-to-end stack of test_e2e.py: a real Prometheus with
 dashboards/prometheus (config and rules), every service, and a short perfkit-load run against each.
 
 Binaries come from the environment (Bazel sets them from data deps):

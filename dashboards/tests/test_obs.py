@@ -35,7 +35,7 @@ def _read_until(proc: subprocess.Popen, marker: str, timeout: float) -> str:
 
 def test_starts_prometheus_with_the_rules_and_stops_on_ctrl_c():
     port = free_port()
-    proc = _start("--prometheus-port", str(port), "--no-grafana")
+    proc = _start("--prometheus-port", str(port))
     try:
         out = _read_until(proc, "obs: ready", 40)
         assert f"http://127.0.0.1:{port}/" in out
@@ -64,7 +64,7 @@ def test_a_busy_port_is_a_clear_error():
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
-        proc = _start("--prometheus-port", str(port), "--no-grafana")
+        proc = _start("--prometheus-port", str(port))
         try:
             rc = proc.wait(timeout=40)
             err = proc.stderr.read()
@@ -76,7 +76,6 @@ def test_a_busy_port_is_a_clear_error():
 
 @pytest.mark.parametrize("args, message", [
     (["--prometheus-port", "99999"], "--prometheus-port must be a port number"),
-    (["--grafana-port", "x"], "--grafana-port must be a port number"),
     (["--prometheus-port"], "--prometheus-port needs a value"),
     (["--bogus"], "unknown argument: --bogus"),
 ])

@@ -11,7 +11,7 @@ needs a design aimed at the difference itself:
    and neither is always second;
 3. the figure is the ratio variant ÷ base; its unit is a *block* of two rounds (one in each order),
    whose ratio is the geometric mean of its two rounds' ratios: whatever favours the first (or the
-   second) system of a round cancels within the block (on this VM such effects reached ±10 % per round,
+   second) system of a round cancels within the block (on a 2-core VM such effects reached ±10 % per round,
    in either direction from one run to the next).  The blocks' ratios give a median with a bootstrap 95 % interval and a
    geometric mean with its own; the position effect itself is reported (first ÷ second of a round);
 4. the CPU time each system spent per request in its window (from /proc) is reported beside it: on a
@@ -20,7 +20,7 @@ needs a design aimed at the difference itself:
 ``--concurrent`` loads both systems at the same time instead of one after the other.  They share their
 CPU set, and the kernel gives each an equal share of CPU time (the record shows what each got), so the
 ratio of their req/s is the inverse ratio of their CPU time per request - and every fluctuation of the
-machine hits both at once.  On this VM it cut the standard deviation of a block's ratio from 6-15 % to 0.9 %.  What it
+machine hits both at once.  On a 2-core VM it cut the standard deviation of a block's ratio from 6-15 % to 0.9 %.  What it
 measures is the cost per request of a saturated server, not the req/s of either running alone (the
 default mode measures that); an A/A run (one system against a copy of itself) checks the fairness.
 
