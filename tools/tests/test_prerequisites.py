@@ -24,15 +24,32 @@ LAUNCHER = ROOT / "tools" / "bazel"
 # Commands run by the rules (ldc2, bazel-4), the tests (prometheus, promtool, nginx, taskset, node) and the bench
 # targets (wrk, nginx). Keep in step with what the code runs.
 COMMANDS = ["bazel-4", "ldc2", "prometheus", "promtool", "nginx", "wrk", "taskset", "node"]
-# Toolchains the machine image ships; tools/bazel checks they are on PATH but installs none of them.
+# Toolchains the machine image ships; tools/bazel checks they are on PATH but installs none of them. Under
+# Bazel, python3, rustc and cargo are found through @toolchains (test actions see a fixed PATH).
 TOOLCHAINS = ["python3", "cargo", "rustc", "cc", "node", "npm"]
 SEARCH_PATH = os.environ.get("PATH", "") + ":/usr/local/sbin:/usr/sbin:/sbin:/usr/local/bin:/usr/bin:/bin"
 
 pytestmark = pytest.mark.skipif(shutil.which("dpkg") is None, reason="needs a Debian machine (dpkg)")
 
 
+def _recorded_toolchains() -> dict[str, str]:
+    """tool -> absolute path, from @toolchains//:versions.txt (lines `name version... /abs/path`)."""
+    path = os.environ.get("PERFMONO_TOOLCHAIN_VERSIONS")
+    if not path:
+        return {}
+    out = {}
+    for line in Path(path).read_text().splitlines():
+        name, last = line.split(" ", 1)[0], line.rsplit(" ", 1)[-1]
+        if last.startswith("/"):
+            out[name] = last
+    return out
+
+
+RECORDED = _recorded_toolchains()
+
+
 def which(cmd: str) -> str:
-    path = shutil.which(cmd, path=SEARCH_PATH)
+    path = RECORDED.get(cmd) or shutil.which(cmd, path=SEARCH_PATH)
     assert path, f"{cmd} is not installed: tools/bazel should have installed it"
     return os.path.realpath(path)
 

@@ -1,43 +1,64 @@
-"""Per-connection state: many calls in flight, a bound with backpressure, cancel on close.
+"""Per-connection state: many calls in flight, a bound with backpressure, push, cancel on close.
 
-A transport feeds each incoming message to ``Session.feed`` and awaits it:
+A transport gives each incoming message to ``Session.feed`` (or, for a callback-driven transport that
+cannot await, checks ``Session.at_limit`` and queues while it is true) and sends what it returns:
 
 * a sync call is answered inline (no task);
-* an async call becomes a task; when ``max_in_flight`` tasks are running, ``feed``
-  waits for one to finish, so the transport stops reading (nothing is dropped:
+* an async call becomes a task. At most ``max_in_flight`` calls run at once per connection: each async
+  call, alone or a member of a batch, holds one of the ``slots`` while it runs, and while
+  ``max_in_flight`` tasks exist ``feed`` waits, so the transport stops reading (nothing is dropped:
   the WebSocket library's receive buffer and TCP flow control push back on the client);
-* ``close()`` cancels every call still in flight (client gone: nobody to answer).
+* ``close()`` cancels every call still in flight (client gone: nobody to answer) and wakes a waiting
+  ``feed``; ``draining`` makes new calls answer -32004 during a graceful shutdown.
 
-Responses of async calls are sent as they complete, in any order, matched by id.
+Responses of async calls are sent as they complete, in any order, matched by id. Server push
+(``notify``) goes through the same ``send``; broadcast messages queue per connection, bounded.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from typing import Any, Awaitable, Callable
 
 log = logging.getLogger("rpc_app")
 
 
 class Session:
-    __slots__ = ("engine", "send", "scope", "owner", "rate", "inflight_ids", "tasks",
-                 "max_in_flight", "_slot_free", "closed", "__weakref__")
+    __slots__ = ("engine", "send", "send_nowait", "on_overflow", "scope", "owner", "rate", "inflight_ids", "tasks",
+                 "max_in_flight", "slots", "_slot_free", "closed", "draining", "hub", "groups", "push_queue",
+                 "max_push_queue", "_pusher", "__weakref__")
 
     def __init__(self, engine, send: Callable[[bytes], Awaitable[Any]], *, scope: dict | None = None,
-                 owner: Any = None, max_in_flight: int = 64):
+                 owner: Any = None, max_in_flight: int = 64, hub=None, send_nowait=None, on_overflow=None,
+                 max_push_queue: int = 1024):
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be >= 1")
         self.engine = engine
         self.send = send
+        self.send_nowait = send_nowait  # optional: bool(data) -> sent now without waiting
+        self.on_overflow = on_overflow  # called when a subscriber's push queue is full (drop it)
         self.scope = scope if scope is not None else {}
         self.owner = owner
         self.rate = engine.rate_limit.bucket() if engine.rate_limit is not None else None
         self.inflight_ids: dict = {}
         self.tasks: set[asyncio.Task] = set()
         self.max_in_flight = max_in_flight
+        self.slots = asyncio.Semaphore(max_in_flight)
         self._slot_free: asyncio.Event | None = None
         self.closed = False
+        self.draining = False
+        self.hub = hub
+        self.groups: set[str] = set()
+        self.push_queue: deque = deque()
+        self.max_push_queue = max_push_queue
+        self._pusher: asyncio.Task | None = None
+
+    # -- calls ------------------------------------------------------------------------
+    @property
+    def at_limit(self) -> bool:
+        return len(self.tasks) >= self.max_in_flight
 
     async def feed(self, data) -> None:
         if self.closed:
@@ -48,9 +69,8 @@ class Session:
         if type(out) is bytes:
             await self.send(out)
             return
-        # async call: wait for a free slot (backpressure), then run it as a task
         try:
-            while len(self.tasks) >= self.max_in_flight:
+            while self.at_limit:  # backpressure: wait for a task to end (or the connection to close)
                 if self._slot_free is None:
                     self._slot_free = asyncio.Event()
                 self._slot_free.clear()
@@ -60,9 +80,14 @@ class Session:
         except BaseException:
             out.close()
             raise
-        task = asyncio.get_running_loop().create_task(self._run(out))
+        self.start(out)
+
+    def start(self, coro) -> asyncio.Task:
+        """Run an async call's coroutine as a task of this connection; its answer is sent when it ends."""
+        task = asyncio.get_running_loop().create_task(self._run(coro))
         self.tasks.add(task)
         task.add_done_callback(self._done)
+        return task
 
     async def _run(self, coro) -> None:
         out = await coro
@@ -82,8 +107,15 @@ class Session:
     def in_flight(self) -> int:
         return len(self.tasks)
 
+    async def drain(self, timeout: float | None = None) -> int:
+        """Stop taking calls (-32004) and wait up to ``timeout`` s for those in flight; returns how many are left."""
+        self.draining = True
+        if self.tasks:
+            await asyncio.wait(list(self.tasks), timeout=timeout)
+        return len(self.tasks)
+
     def close(self) -> int:
-        """Cancel every call in flight; returns how many were cancelled."""
+        """Cancel every call in flight, leave every group; returns how many calls were cancelled."""
         self.closed = True
         n = 0
         for task in list(self.tasks):
@@ -93,12 +125,45 @@ class Session:
         self.inflight_ids.clear()
         if self._slot_free is not None:
             self._slot_free.set()
+        if self._pusher is not None:
+            self._pusher.cancel()
+        self.push_queue.clear()
+        if self.hub is not None:
+            self.hub.forget(self)
         return n
 
-    async def drain(self) -> None:
-        """Wait for every call in flight (used on graceful shutdown)."""
-        while self.tasks:
-            await asyncio.gather(*list(self.tasks), return_exceptions=True)
+    # -- push -------------------------------------------------------------------------
+    async def notify(self, method: str, params: Any = None) -> None:
+        """Send a notification to this client (waits while the client is not reading)."""
+        if not self.closed:
+            await self.send(self.engine.encode_notification(method, params))
+
+    def push(self, data: bytes) -> bool:
+        """Queue an encoded broadcast message without waiting; False when this subscriber was dropped."""
+        if self.closed:
+            return False
+        if not self.push_queue and self.send_nowait is not None and self.send_nowait(data):
+            return True
+        if len(self.push_queue) >= self.max_push_queue:
+            log.warning("subscriber is %d push messages behind: dropping it", len(self.push_queue))
+            if self.on_overflow is not None:
+                self.on_overflow()
+            self.close()
+            return False
+        self.push_queue.append(data)
+        if self._pusher is None:
+            self._pusher = asyncio.get_running_loop().create_task(self._push_all())
+        return True
+
+    async def _push_all(self) -> None:
+        try:
+            while self.push_queue and not self.closed:
+                await self.send(self.push_queue.popleft())
+        except Exception as exc:
+            if not _is_disconnect(exc):
+                log.error("pushing to a subscriber failed", exc_info=exc)
+        finally:
+            self._pusher = None
 
 
 def _is_disconnect(exc: BaseException) -> bool:

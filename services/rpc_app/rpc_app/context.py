@@ -11,6 +11,8 @@ class RpcContext:
     Attributes: ``connection`` (the per-connection Session), ``method``, ``request_id``,
     ``is_notification``, ``scope`` (ASGI scope or the standalone server's connection info)
     and ``user`` (``scope["user"]`` when present, e.g. with Channels' AuthMiddlewareStack).
+    Push: ``await ctx.notify(method, params)`` sends a notification to this client;
+    ``await ctx.join(group)`` / ``ctx.leave(group)`` subscribe it to broadcasts to that group.
     """
 
     __slots__ = ("connection", "method", "request_id", "is_notification")
@@ -34,6 +36,29 @@ class RpcContext:
     def consumer(self) -> Any:
         """The Channels consumer (or None on the standalone server)."""
         return getattr(self.connection, "owner", None)
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        await self._session().notify(method, params)
+
+    async def join(self, group: str) -> None:
+        session = self._session()
+        await self._hub(session).join(session, group)
+
+    async def leave(self, group: str) -> None:
+        session = self._session()
+        await self._hub(session).leave(session, group)
+
+    def _session(self):
+        if self.connection is None:
+            raise RuntimeError("this call has no connection (engine called without a Session)")
+        return self.connection
+
+    @staticmethod
+    def _hub(session):
+        hub = getattr(session, "hub", None)
+        if hub is None:
+            raise RuntimeError("this connection has no group registry (its transport offers no push groups)")
+        return hub
 
     def __repr__(self) -> str:
         return (f"RpcContext(method={self.method!r}, request_id={self.request_id!r}, "

@@ -4,22 +4,24 @@
 
 * ``bytes``: the response to send (single response or batch array);
 * ``None``: nothing to send (notification, batch of notifications);
-* a coroutine: the call is async (async method, blocking method in the thread pool,
-  async middleware); await it to get ``bytes`` or ``None``.
+* a coroutine: the call is async (async method, blocking method in a thread, async middleware);
+  await it to get ``bytes`` or ``None``.
 
-Sync methods thus cost no task and no await. Stages: parse (orjson) -> validate
-(limits) -> dispatch (lookup, params binding, call) -> encode (orjson).
+Sync methods thus cost no task and no await. Stages: parse (orjson) -> validate (limits) ->
+dispatch (lookup, params binding, call) -> encode (orjson). Every async call, alone or in a batch,
+holds one of its connection's ``max_in_flight`` slots while it runs, and ends at its deadline.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import logging
 import traceback
 from concurrent.futures import Executor, ThreadPoolExecutor
 from time import perf_counter
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 
@@ -33,28 +35,46 @@ from .registry import Registry
 log = logging.getLogger("rpc_app")
 
 _loads = orjson.loads
-_dumps = orjson.dumps
 _JSONDecodeError = orjson.JSONDecodeError
 _MISSING = object()
-_ID_TYPES = (str, int, float, type(None))
+_ID_TYPES = (str, int, float, type(None), orjson.Fragment)
+_INT64 = (-(1 << 63), (1 << 64) - 1)  # what orjson reads and writes as an integer
 
 UNKNOWN = "(unknown)"
 INVALID = "(invalid)"
+DISCOVER = "rpc.discover"
 
 
 def error_response(rid: Any, code: int, message: str | None = None, data: Any = None) -> bytes:
     err = {"code": code, "message": message if message is not None else E.MESSAGES.get(code, "Server error")}
     if data is not None:
         err["data"] = data
-    return _dumps({"jsonrpc": "2.0", "error": err, "id": rid})
+    return orjson.dumps({"jsonrpc": "2.0", "error": err, "id": rid})
 
 
 def _err_obj(rid, exc: RpcError) -> dict:
     return {"jsonrpc": "2.0", "error": exc.to_dict(), "id": rid}
 
 
+def _exact_ids(data, msg) -> None:
+    """orjson reads an integer beyond 64 bits as a float: read the ids again exactly (stdlib json keeps big
+    integers) and keep those orjson cannot write as raw JSON, so that every id comes back unchanged."""
+    exact = json.loads(data)
+    pairs = [(msg, exact)] if type(msg) is dict else zip(msg, exact)
+    for item, twin in pairs:
+        if type(item) is dict and type(item.get("id")) is float and type(twin.get("id")) is int:
+            rid = twin["id"]
+            item["id"] = rid if _INT64[0] <= rid <= _INT64[1] else orjson.Fragment(str(rid).encode())
+
+
+def _has_float_id(msg) -> bool:
+    if type(msg) is dict:
+        return type(msg.get("id")) is float
+    return any(type(m) is dict and type(m.get("id")) is float for m in msg)
+
+
 class _Fail(Exception):
-    """Internal: a request-level error with the id to answer (None when unknown)."""
+    """Internal: a request-level error with the id to answer (None when unknown, _MISSING: notification)."""
 
     __slots__ = ("rid", "error", "method", "outcome")
 
@@ -66,9 +86,18 @@ class _Fail(Exception):
 
 
 class Engine:
+    """Options: ``call_timeout`` (seconds, the default deadline of async and blocking calls; None: none),
+    ``default`` (orjson's hook for result types it does not know, e.g. ``Decimal``), ``run_sync`` (an async
+    ``run_sync(func, args, kwargs)`` for blocking methods; default: a thread pool), ``sync_in_thread`` (run
+    every sync method through ``run_sync``: Django's ORM refuses to run on the event loop), ``discover``
+    (answer ``rpc.discover`` with an OpenRPC document) and ``info`` (its title, version, description)."""
+
     def __init__(self, registry: Registry, *, limits: Limits | None = None, middleware=(),
-                 debug: bool = False, metrics=None, executor: Executor | None = None,
-                 rate_limit=None):
+                 debug: bool = False, metrics=None, executor: Executor | None = None, rate_limit=None,
+                 call_timeout: float | None = 300.0, default: Callable[[Any], Any] | None = None,
+                 run_sync=None, sync_in_thread: bool = False, discover: bool = True, info: dict | None = None):
+        if call_timeout is not None and not call_timeout > 0:
+            raise ValueError("call_timeout must be a positive number of seconds or None")
         self.registry = registry
         self.limits = limits or Limits()
         self.mw = MiddlewareChain(middleware)
@@ -76,15 +105,19 @@ class Engine:
         self.metrics = metrics
         self._executor = executor
         self.rate_limit = rate_limit
+        self.call_timeout = call_timeout
+        self._dumps = functools.partial(orjson.dumps, default=default) if default else orjson.dumps
+        self._run_sync = run_sync or self._run_in_executor
+        self._discover = discover
+        self.info = dict(info or {})
         self._counter = 0
         self._methods = registry._methods  # shared: methods added later are seen
         self._max_method = self.limits.max_method_name_length
-        self._no_mw = not self.mw.active and not self.mw.is_async
+        self._max_response = self.limits.max_response_bytes
+        self._max_batch = self.limits.max_batch_length
+        self._small = self.limits._small
+        self.set_sync_in_thread(sync_in_thread)
         self.in_flight = 0  # async calls running (exported as rpc_in_flight)
-        lim = self.limits
-        # messages up to this many bytes (or characters) cannot break any size limit
-        self._small = min(2 * lim.max_depth, lim.max_string_length + 1, 2 * lim.max_array_length + 1,
-                          lim.max_message_bytes // 4)
         self._fails: dict[tuple[str, str], int] = {}
         self._errors: dict[str, int] = {}
         if metrics is not None:
@@ -99,42 +132,12 @@ class Engine:
         self._counter += 1
         if self._counter & self._mask == 0:
             return self._handle_timed(data, session)
-        if len(data) > self._small:
-            return self._handle_general(data, session)
-        # Small message: no size limit can be broken (see Limits.needed), except the
-        # method name's, checked in dispatch.
         try:
-            msg = _loads(data)
-        except _JSONDecodeError:
-            return self._handle_general(data, session)
-        if type(msg) is not dict:
-            return self._handle_general(data, session)
-        try:
-            out = self._dispatch_inner(msg, session, False)
+            msg = self._decode(data)
         except _Fail as f:
             return self._fail_bytes(f)
-        if type(out) is tuple:
-            try:
-                return _dumps({"jsonrpc": "2.0", "result": out[1], "id": out[0]})
-            except TypeError:
-                return self._encode(out)
-        return out
-
-    def _handle_general(self, data, session):
-        try:
-            msg = self._parse(data)
-            flags, opens = self.limits.analyze(data)
-            if flags:
-                self.limits.check(msg, flags, opens)
-        except _Fail as f:
-            return self._fail_bytes(f)
-        except LimitExceeded as exc:
-            return self._limit_fail(msg, exc)
         if type(msg) is dict:
-            out = self._dispatch(msg, session)
-            if type(out) is tuple:
-                return self._encode(out)
-            return out
+            return self._single(msg, session)
         return self._batch(msg, session)
 
     async def handle_async(self, data, session=None):
@@ -143,6 +146,19 @@ class Engine:
         if out is None or type(out) is bytes:
             return out
         return await out
+
+    def set_sync_in_thread(self, flag: bool) -> None:
+        """Run every sync method through ``run_sync`` (True) or inline on the event loop (False)."""
+        self._sync_in_thread = bool(flag)
+        self._inline_sync = not self.mw.active and not self.mw.is_async and not flag
+        self._always_async = self.mw.is_async or bool(flag)
+
+    def encode_notification(self, method: str, params: Any = None) -> bytes:
+        """A server -> client notification (push), encoded with this engine's encoder."""
+        msg = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            msg["params"] = params
+        return self._dumps(msg)
 
     def call_counts(self) -> dict:
         out = dict(self._fails)
@@ -159,7 +175,21 @@ class Engine:
             self._executor = ThreadPoolExecutor(thread_name_prefix="rpc-blocking")
         return self._executor
 
-    # -- stages ---------------------------------------------------------------------
+    # -- parse and validate -----------------------------------------------------------
+    def _decode(self, data):
+        if len(data) <= self._small:  # small: no size limit can be broken (Limits._small)
+            try:
+                msg = _loads(data)
+            except _JSONDecodeError:
+                msg = None  # the general path words the error
+            if type(msg) is dict or type(msg) is list:
+                if _has_float_id(msg):
+                    _exact_ids(data, msg)
+                return msg
+        msg = self._parse(data)
+        self._validate(data, msg)
+        return msg
+
     def _parse(self, data):
         lim = self.limits
         if len(data) > lim.max_message_bytes >> 2 and lim.message_bytes(data) > lim.max_message_bytes:
@@ -176,54 +206,69 @@ class Engine:
             raise _Fail(None, RpcError(E.INVALID_REQUEST, "Invalid Request",
                                        "a request must be a JSON object or an array of them"),
                         INVALID, "invalid_request")
+        if _has_float_id(msg):
+            _exact_ids(data, msg)
         return msg
 
-    def _dispatch(self, msg: dict, session, in_batch: bool = False):
+    def _validate(self, data, msg) -> None:
+        if type(msg) is list and len(msg) > self._max_batch:
+            raise _Fail(None, LimitExceeded("batch_length", self._max_batch, len(msg)), INVALID, "limit")
+        flags, opens = self.limits.analyze(data)
+        if flags:
+            try:
+                self.limits.check(msg, flags, opens)
+            except LimitExceeded as exc:
+                rid = msg.get("id") if type(msg) is dict else None
+                raise _Fail(rid if type(rid) in _ID_TYPES else None, exc, INVALID, "limit") from None
+
+    # -- dispatch ---------------------------------------------------------------------
+    def _single(self, msg: dict, session):
+        try:
+            out = self._call(msg, session, False)
+        except _Fail as f:
+            return self._fail_bytes(f)
+        if type(out) is tuple:
+            return self._encode(out)
+        return out
+
+    def _call(self, msg: dict, session, in_batch: bool):
         """Validate one request object and call it.
 
-        Returns (rid, result) on sync success, bytes (error response), None (notification),
-        or a coroutine (async path). In a batch, error responses are dicts, not bytes.
+        Returns (rid, result) on sync success, an error response (bytes; a dict in a batch), None
+        (notification) or a coroutine (async path). Raises _Fail for a request-level error.
         """
-        try:
-            return self._dispatch_inner(msg, session, in_batch)
-        except _Fail as f:
-            if f.rid is _MISSING:
-                self._count_fail(f)
-                return None
-            if in_batch:
-                self._count_fail(f)
-                return _err_obj(f.rid, f.error)
-            return self._fail_bytes(f)
-
-    def _dispatch_inner(self, msg: dict, session, in_batch: bool):
         rid = msg.get("id", _MISSING)
         method = msg.get("method")
         if msg.get("jsonrpc") != "2.0" or type(method) is not str:
-            rid = rid if type(rid) in _ID_TYPES else None
-            if msg.get("jsonrpc") != "2.0":
-                why = 'member "jsonrpc" must be exactly "2.0"'
-            else:
-                why = 'member "method" must be a string'
-            raise _Fail(rid, RpcError(E.INVALID_REQUEST, "Invalid Request", why), INVALID, "invalid_request")
+            why = ('member "jsonrpc" must be exactly "2.0"' if msg.get("jsonrpc") != "2.0"
+                   else 'member "method" must be a string')
+            raise _Fail(rid if type(rid) in _ID_TYPES else None,
+                        RpcError(E.INVALID_REQUEST, "Invalid Request", why), INVALID, "invalid_request")
         notification = rid is _MISSING
         if not notification and type(rid) not in _ID_TYPES:
             raise _Fail(None, RpcError(E.INVALID_REQUEST, "Invalid Request",
                                        'member "id" must be a string, a number or null'),
                         INVALID, "invalid_request")
-        params = msg.get("params")
-        if params is not None and type(params) is not list and type(params) is not dict:
+        params = msg.get("params", _MISSING)
+        if params is _MISSING:
+            params = None
+        elif type(params) is not list and type(params) is not dict:
             raise _Fail(None if notification else rid,
-                        RpcError(E.INVALID_REQUEST, "Invalid Request", 'member "params" must be an array or an object'),
+                        RpcError(E.INVALID_REQUEST, "Invalid Request",
+                                 'member "params" must be an array or an object (or left out)'),
                         INVALID, "invalid_request")
         if len(method) > self._max_method:
             raise _Fail(None if notification else rid,
-                        LimitExceeded("method_name_length", self._max_method, len(method)),
-                        INVALID, "limit")
+                        LimitExceeded("method_name_length", self._max_method, len(method)), INVALID, "limit")
         spec = self._methods.get(method)
         if spec is None:
+            if method == DISCOVER and self._discover:
+                return None if notification else (rid, self._document())
             raise _Fail(rid, RpcError(E.METHOD_NOT_FOUND, "Method not found", {"method": method}),
                         UNKNOWN, "not_found")
         if session is not None:
+            if session.draining:
+                raise _Fail(rid, RpcError(E.SERVER_SHUTTING_DOWN), spec.name, "shutting_down")
             bucket = session.rate
             if bucket is not None and not bucket.allow():
                 raise _Fail(rid, RpcError(E.RATE_LIMITED), spec.name, "rate_limited")
@@ -231,17 +276,14 @@ class Engine:
             args, kwargs = spec.bind(params)
         except RpcError as exc:
             raise _Fail(rid, exc, spec.name, "invalid_params") from None
-        if spec.sync_plain and self._no_mw:
+        if spec.bind_owner:
+            args = (getattr(session, "owner", None), *args)
+        if spec.sync_plain and self._inline_sync:
             # the common case: a sync method without context or middleware
-            if spec.bind_owner:
-                args = (getattr(session, "owner", None), *args)
             try:
                 result = spec.func(*args, **kwargs) if kwargs else spec.func(*args)
             except Exception as exc:
-                err = self._method_error(spec, exc)
-                if notification:
-                    return None
-                return _err_obj(rid, err) if in_batch else _dumps(_err_obj(rid, err))
+                return self._error_out(self._method_error(spec, exc), rid, notification, in_batch)
             spec.calls_ok += 1
             return None if notification else (rid, result)
         ctx = None
@@ -250,106 +292,124 @@ class Engine:
             if spec.ctx_param is not None:
                 kwargs = dict(kwargs)
                 kwargs[spec.ctx_param] = ctx
-        if spec.bind_owner:
-            args = (getattr(session, "owner", None), *args)
-        if spec.is_async or spec.blocking or self.mw.is_async:
+        if spec.is_async or spec.blocking or self._always_async:
             if not notification and session is not None:
-                ids = session.inflight_ids
                 key = (type(rid), rid)
-                if key in ids:
+                if key in session.inflight_ids:
                     raise _Fail(rid, RpcError(E.INVALID_REQUEST, "Invalid Request",
                                               "a call with this id is already in flight on this connection"),
                                 spec.name, "duplicate_id")
-                ids[key] = None
+                session.inflight_ids[key] = None
             return self._run_async(spec, args, kwargs, rid, notification, ctx, params, session, in_batch)
-        # sync fast path
+        return self._run_sync_inline(spec, args, kwargs, rid, notification, ctx, params, in_batch)
+
+    def _run_sync_inline(self, spec, args, kwargs, rid, notification, ctx, params, in_batch):
+        """A sync method with middleware or an RpcContext, on the event loop."""
         try:
-            if ctx is not None and self.mw.active:
+            if self.mw.active:
                 self.mw.run_before(ctx, params)
-            result = spec.func(*args, **kwargs) if kwargs else spec.func(*args)
+            result = spec.func(*args, **kwargs)
         except Exception as exc:
             err = self._method_error(spec, exc)
-            if ctx is not None and self.mw.active:
+            if self.mw.active:
                 self._after_safe(ctx, None, err)
-            if notification:
-                return None
-            return _err_obj(rid, err) if in_batch else _dumps(_err_obj(rid, err))
+            return self._error_out(err, rid, notification, in_batch)
         spec.calls_ok += 1
-        if ctx is not None and self.mw.active:
+        if self.mw.active:
             self._after_safe(ctx, result, None)
-        if notification:
-            return None
-        return (rid, result)
+        return None if notification else (rid, result)
 
     async def _run_async(self, spec, args, kwargs, rid, notification, ctx, params, session, in_batch):
-        self.in_flight += 1
+        slots = session.slots if session is not None else None
         try:
+            if slots is not None:
+                await slots.acquire()  # every async call holds a slot, batch members included
+            self.in_flight += 1
             try:
-                if ctx is not None and self.mw.active:
-                    await self.mw.arun_before(ctx, params)
-                if spec.is_async:
-                    result = await spec.func(*args, **kwargs)
-                elif spec.blocking:
-                    loop = asyncio.get_running_loop()
-                    result = await loop.run_in_executor(self.executor, functools.partial(spec.func, *args, **kwargs))
-                else:
-                    result = spec.func(*args, **kwargs)
+                result = await self._with_deadline(spec, args, kwargs, ctx, params)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 err = self._method_error(spec, exc)
                 if ctx is not None and self.mw.active:
                     await self._aafter_safe(ctx, None, err)
-                if notification:
-                    return None
-                return _err_obj(rid, err) if in_batch else _dumps(_err_obj(rid, err))
+                return self._error_out(err, rid, notification, in_batch)
+            finally:
+                self.in_flight -= 1
+                if slots is not None:
+                    slots.release()
             spec.calls_ok += 1
             if ctx is not None and self.mw.active:
                 await self._aafter_safe(ctx, result, None)
             if notification:
                 return None
-            if in_batch:
-                return (rid, result)
-            return self._encode((rid, result))
+            return (rid, result) if in_batch else self._encode((rid, result))
         finally:
-            self.in_flight -= 1
             if not notification and session is not None:
                 session.inflight_ids.pop((type(rid), rid), None)
 
+    async def _with_deadline(self, spec, args, kwargs, ctx, params):
+        limit = spec.timeout or self.call_timeout
+        deadline = asyncio.timeout(limit)
+        try:
+            async with deadline:
+                if ctx is not None and self.mw.active:
+                    await self.mw.arun_before(ctx, params)
+                if spec.is_async:
+                    return await spec.func(*args, **kwargs)
+                if spec.blocking or self._sync_in_thread:
+                    return await self._run_sync(spec.func, args, kwargs)
+                return spec.func(*args, **kwargs)
+        except TimeoutError:
+            if deadline.expired():  # ours, not a TimeoutError the method raised itself
+                raise RpcError(E.CALL_TIMEOUT, "Call timed out", {"timeout": limit}) from None
+            raise
+
+    async def _run_in_executor(self, func, args, kwargs):
+        # the thread cannot be stopped at the deadline: the call is answered, the thread runs on
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, functools.partial(func, *args, **kwargs))
+
+    def _document(self) -> dict:
+        from .openrpc import document
+        return document(self.registry, **self.info)
+
+    # -- encode -----------------------------------------------------------------------
     def _encode(self, pair) -> bytes:
         rid, result = pair
         try:
-            return _dumps({"jsonrpc": "2.0", "result": result, "id": rid})
+            out = self._dumps({"jsonrpc": "2.0", "result": result, "id": rid})
         except TypeError as exc:
-            log.error("result of a call with id %r is not JSON-serializable: %s", rid, exc)
-            return _dumps(_err_obj(rid, RpcError(E.INTERNAL_ERROR, "Internal error",
-                                                 "result is not JSON-serializable")))
+            return self._dumps(self._unencodable(rid, exc))
+        if len(out) > self._max_response:
+            return self._dumps(_err_obj(rid, LimitExceeded("response_bytes", self._max_response, len(out))))
+        return out
 
-    def _encode_obj(self, item):
+    def _unencodable(self, rid, exc) -> dict:
+        log.error("result of a call with id %r is not JSON-serializable: %s", rid, exc)
+        return _err_obj(rid, RpcError(E.INTERNAL_ERROR, "Internal error", "result is not JSON-serializable"))
+
+    def _encode_member(self, item, room: int) -> bytes:
         if type(item) is tuple:
-            rid, result = item
-            obj = {"jsonrpc": "2.0", "result": result, "id": rid}
-            try:
-                _dumps(result)
-            except TypeError:
-                obj = _err_obj(rid, RpcError(E.INTERNAL_ERROR, "Internal error", "result is not JSON-serializable"))
-            return obj
-        return item
+            rid, item = item[0], {"jsonrpc": "2.0", "result": item[1], "id": item[0]}
+        else:
+            rid = item.get("id")
+        try:
+            out = self._dumps(item)
+        except TypeError as exc:
+            return self._dumps(self._unencodable(rid, exc))
+        if len(out) > room:  # the whole batch answer must stay under max_response_bytes
+            return self._dumps(_err_obj(rid, LimitExceeded("response_bytes", self._max_response)))
+        return out
 
-    # -- batches --------------------------------------------------------------------
+    # -- batches ----------------------------------------------------------------------
     def _batch(self, batch: list, session):
         if not batch:
             self._count(INVALID, "invalid_request")
             return error_response(None, E.INVALID_REQUEST, "Invalid Request", "empty batch")
-        out = []
-        pending = []
+        out, pending = [], []
         for item in batch:
-            if type(item) is not dict:
-                self._count(INVALID, "invalid_request")
-                out.append(_err_obj(None, RpcError(E.INVALID_REQUEST, "Invalid Request",
-                                                   "a request must be a JSON object")))
-                continue
-            r = self._dispatch(item, session, in_batch=True)
+            r = self._batch_member(item, session)
             if r is None:
                 continue
             if type(r) is tuple or type(r) is dict:
@@ -360,6 +420,16 @@ class Engine:
         if pending:
             return self._finish_batch(out, pending)
         return self._encode_batch(out)
+
+    def _batch_member(self, item, session):
+        if type(item) is not dict:
+            self._count(INVALID, "invalid_request")
+            return _err_obj(None, RpcError(E.INVALID_REQUEST, "Invalid Request", "a request must be a JSON object"))
+        try:
+            return self._call(item, session, True)
+        except _Fail as f:
+            self._count_fail(f)
+            return None if f.rid is _MISSING else _err_obj(f.rid, f.error)
 
     async def _finish_batch(self, out, pending):
         try:
@@ -375,9 +445,14 @@ class Engine:
     def _encode_batch(self, out):
         if not out:
             return None
-        return _dumps([self._encode_obj(o) for o in out])
+        parts, size = [], 2
+        for item in out:
+            part = self._encode_member(item, self._max_response - size - len(parts))
+            parts.append(part)
+            size += len(part)
+        return b"[" + b",".join(parts) + b"]"
 
-    # -- errors ---------------------------------------------------------------------
+    # -- errors -----------------------------------------------------------------------
     def _method_error(self, spec, exc: Exception) -> RpcError:
         self._errors[spec.name] = self._errors.get(spec.name, 0) + 1
         if isinstance(exc, RpcError):
@@ -388,6 +463,11 @@ class Engine:
             data = {"exception": f"{type(exc).__name__}: {exc}",
                     "traceback": "".join(traceback.format_exception(exc))}
         return RpcError(E.INTERNAL_ERROR, "Internal error", data)
+
+    def _error_out(self, err: RpcError, rid, notification: bool, in_batch: bool):
+        if notification:
+            return None
+        return _err_obj(rid, err) if in_batch else self._dumps(_err_obj(rid, err))
 
     def _after_safe(self, ctx, result, err):
         try:
@@ -408,41 +488,35 @@ class Engine:
     def _count_fail(self, f: _Fail) -> None:
         self._count(f.method, f.outcome)
 
-    def _limit_fail(self, msg, exc: LimitExceeded) -> bytes:
-        rid = msg.get("id") if type(msg) is dict else None
-        if type(rid) not in _ID_TYPES:
-            rid = None
-        return self._fail_bytes(_Fail(rid, exc, INVALID, "limit"))
-
     def _fail_bytes(self, f: _Fail) -> bytes | None:
         self._count_fail(f)
         if f.rid is _MISSING:
             return None
-        return _dumps(_err_obj(f.rid, f.error))
+        return self._dumps(_err_obj(f.rid, f.error))
 
-    # -- sampled, timed twin of handle() --------------------------------------------
+    # -- sampled: the same stages, timed ----------------------------------------------
     def _handle_timed(self, data, session):
         m = self.metrics
         t0 = perf_counter()
         try:
             msg = self._parse(data)
             t1 = perf_counter()
-            flags, opens = self.limits.analyze(data)
-            if flags:
-                self.limits.check(msg, flags, opens)
-            t2 = perf_counter()
-            # observed outside the timed windows: an observe() is itself a few µs
-            m.h_parse.observe(t1 - t0)
-            m.h_validate.observe(t2 - t1)
+            self._validate(data, msg)
             t2 = perf_counter()
         except _Fail as f:
             return self._fail_bytes(f)
-        except LimitExceeded as exc:
-            return self._limit_fail(msg, exc)
-        if type(msg) is dict:
-            out = self._dispatch(msg, session)
-        else:
+        # observed outside the timed windows: an observe() is itself a few µs
+        m.h_parse.observe(t1 - t0)
+        m.h_validate.observe(t2 - t1)
+        t2 = perf_counter()
+        if type(msg) is not dict:
             out = self._batch(msg, session)
+            m.h_dispatch.observe(perf_counter() - t2)
+            return out
+        try:
+            out = self._call(msg, session, False)
+        except _Fail as f:
+            out = self._fail_bytes(f)
         t3 = perf_counter()
         m.h_dispatch.observe(t3 - t2)
         if type(out) is tuple:

@@ -12,7 +12,9 @@ INTERNAL_ERROR = -32603
 # Server errors: -32000 ... -32099
 LIMIT_EXCEEDED = -32001
 RATE_LIMITED = -32002
-SERVER_BUSY = -32003
+CALL_TIMEOUT = -32003
+SERVER_SHUTTING_DOWN = -32004
+PERMISSION_DENIED = -32005
 
 MESSAGES = {
     PARSE_ERROR: "Parse error",
@@ -22,7 +24,9 @@ MESSAGES = {
     INTERNAL_ERROR: "Internal error",
     LIMIT_EXCEEDED: "Request over size limit",
     RATE_LIMITED: "Rate limit exceeded",
-    SERVER_BUSY: "Server busy",
+    CALL_TIMEOUT: "Call timed out",
+    SERVER_SHUTTING_DOWN: "Server shutting down",
+    PERMISSION_DENIED: "Permission denied",
 }
 
 

@@ -25,13 +25,8 @@ _repeat = repeat
 _is = is_
 _dict_values = dict.values
 
-import orjson
-
 from .errors import LimitExceeded
 
-_dumps = orjson.dumps
-_OPT_INDENT_2 = orjson.OPT_INDENT_2
-_JSONEncodeError = orjson.JSONEncodeError
 
 
 _OPENS_CAP = 64
@@ -99,18 +94,22 @@ class Limits:
     max_array_length: int = 10_000      # elements of an array, members of an object
     max_string_length: int = 1 << 18    # characters of any string (keys included)
     max_method_name_length: int = 128
+    max_batch_length: int = 100         # requests in one batch
+    max_response_bytes: int = 64 << 20  # one response, or a whole batch answer
 
     def __post_init__(self):
-        for name in ("max_message_bytes", "max_depth", "max_array_length",
-                     "max_string_length", "max_method_name_length"):
+        for name in ("max_message_bytes", "max_depth", "max_array_length", "max_string_length",
+                     "max_method_name_length", "max_batch_length", "max_response_bytes"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
         if self.max_depth > 1000:
             raise ValueError("max_depth must be <= 1000 (the JSON parser stops at 1024)")
-        # messages up to this many bytes (or characters) cannot break any size limit
+        # messages up to this many bytes (or characters) cannot break any size limit (a character
+        # is at most 4 UTF-8 bytes; a batch of k requests needs more than 2k bytes)
         object.__setattr__(self, "_small", min(2 * self.max_depth, self.max_string_length + 1,
-                                               2 * self.max_array_length + 1))
+                                               2 * self.max_array_length + 1, 2 * self.max_batch_length,
+                                               self.max_message_bytes // 4))
 
     # -- step 1: what could the message break at all? -------------------------------
     def needed(self, raw) -> int:
@@ -183,12 +182,9 @@ class Limits:
             opens = -1
         seen = 0
         depth = 1
-        depth_only = chk_depth and not chk_len and not chk_str and max_depth < 250
         while dicts or lists:
             if chk_depth and depth > max_depth:
                 raise LimitExceeded("nesting_depth", max_depth)
-            if depth_only and len(dicts) + len(lists) > 32 and self._depth_ok_pretty(dicts + lists, depth):
-                return
             if chk_len:
                 longest = max(max(map(len, dicts), default=0), max(map(len, lists), default=0))
                 if longest > max_len:
@@ -220,21 +216,6 @@ class Limits:
             dicts = list(_compress(values, map(_is, types, _repeat(dict)))) if dict in kinds else []
             lists = list(_compress(values, map(_is, types, _repeat(list)))) if list in kinds else []
             depth += 1
-
-    def _depth_ok_pretty(self, containers: list, depth: int) -> bool:
-        """True if no container below ``containers`` (all at ``depth``) is deeper than max_depth.
-
-        orjson's indented output puts the members of a container at depth k on lines
-        indented by 2k spaces, and strings cannot hold a raw newline. Wrapped in one list,
-        the containers sit at depth 2, so a container at real depth max_depth + 1 would put
-        a line at 2 * (max_depth - depth + 2) spaces. One C-speed dump and one find
-        instead of a pass per level. False means: not proven, walk on.
-        """
-        try:
-            pretty = _dumps(containers, option=_OPT_INDENT_2)
-        except _JSONEncodeError:
-            return False
-        return pretty.find(b"\n" + b" " * (2 * (self.max_depth - depth + 2))) < 0
 
     def validate(self, obj, raw=None) -> None:
         """Check ``obj`` (the parsed form of ``raw``); with ``raw``, skip what cannot fail."""

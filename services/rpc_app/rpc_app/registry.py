@@ -29,14 +29,18 @@ def _json_type(v) -> str:
 
 
 class MethodSpec:
-    __slots__ = ("name", "func", "is_async", "blocking", "ctx_param", "bind_owner",
+    __slots__ = ("name", "func", "is_async", "blocking", "timeout", "ctx_param", "bind_owner",
                  "positional", "required", "kw_required", "list_checks", "n_required", "n_max", "var_positional",
                  "var_keyword", "names", "checks", "calls_ok", "calls_error", "sync_plain", "__weakref__")
 
-    def __init__(self, name: str, func: Callable, *, blocking: bool = False, bind_owner: bool = False):
+    def __init__(self, name: str, func: Callable, *, blocking: bool = False, bind_owner: bool = False,
+                 timeout: float | None = None):
         self.name = name
         self.func = func
         self.blocking = bool(blocking)
+        if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
+            raise ValueError(f"rpc method {name!r}: timeout must be a positive number of seconds or None")
+        self.timeout = timeout  # None: the engine's default deadline applies
         self.bind_owner = bind_owner
         self.is_async = inspect.iscoroutinefunction(func)
         if self.is_async and blocking:
@@ -166,17 +170,19 @@ class Registry:
     def __init__(self):
         self._methods: dict[str, MethodSpec] = {}
 
-    def method(self, name: str | Callable | None = None, *, blocking: bool = False):
+    def method(self, name: str | Callable | None = None, *, blocking: bool = False, timeout: float | None = None):
+        """Register a function. ``timeout``: this method's deadline in seconds (async and blocking methods;
+        default: the engine's ``call_timeout``)."""
         if callable(name):  # bare @registry.method
             return self.method()(name)
 
         def deco(func):
-            self.add(func, name=name, blocking=blocking)
+            self.add(func, name=name, blocking=blocking, timeout=timeout)
             return func
         return deco
 
     def add(self, func: Callable, *, name: str | None = None, blocking: bool = False,
-            bind_owner: bool = False) -> MethodSpec:
+            bind_owner: bool = False, timeout: float | None = None) -> MethodSpec:
         mname = name or func.__name__
         if not isinstance(mname, str) or not mname:
             raise TypeError("rpc method name must be a non-empty string")
@@ -184,7 +190,7 @@ class Registry:
             raise ValueError("method names beginning with 'rpc.' are reserved by JSON-RPC 2.0")
         if mname in self._methods:
             raise ValueError(f"rpc method {mname!r} is already registered")
-        spec = MethodSpec(mname, func, blocking=blocking, bind_owner=bind_owner)
+        spec = MethodSpec(mname, func, blocking=blocking, bind_owner=bind_owner, timeout=timeout)
         self._methods[mname] = spec
         return spec
 
@@ -209,30 +215,33 @@ class Registry:
         return r
 
 
-def rpc_method(name: str | Callable | None = None, *, blocking: bool = False):
+def rpc_method(name: str | Callable | None = None, *, blocking: bool = False, timeout: float | None = None):
     """Mark a consumer method (``def m(self, ...)``) for registration by its class."""
     if callable(name):
         return rpc_method()(name)
 
     def deco(func):
-        setattr(func, _MARK, {"name": name or func.__name__, "blocking": blocking})
+        setattr(func, _MARK, {"name": name or func.__name__, "blocking": blocking, "timeout": timeout})
         return func
     return deco
 
 
 def collect_marked(cls) -> Registry:
-    """Registry of every @rpc_method of ``cls`` and its bases (subclass definitions win)."""
+    """Registry of every @rpc_method of ``cls`` and its bases.
+
+    The class nearest in the MRO that defines an attribute decides: a subclass that overrides an
+    inherited rpc method without the decorator withdraws it (it is not exposed, and the parent's
+    code is never called for it).
+    """
     reg = Registry()
     seen: set[str] = set()
     for klass in cls.__mro__:
         for attr, func in vars(klass).items():
             if attr in seen:
                 continue
-            mark = getattr(func, _MARK, None)
-            if mark is None:
-                continue
             seen.add(attr)
-            if mark["name"] in reg:
+            mark = getattr(func, _MARK, None)
+            if mark is None or mark["name"] in reg:
                 continue
-            reg.add(func, name=mark["name"], blocking=mark["blocking"], bind_owner=True)
+            reg.add(func, name=mark["name"], blocking=mark["blocking"], bind_owner=True, timeout=mark["timeout"])
     return reg

@@ -10,6 +10,9 @@
 * Clients that stop reading: writes wait (``write_limit``), reads stop (bounded in-flight),
   and a send blocked for ``send_timeout`` seconds drops the connection (the server stays healthy).
   Silent peers are also caught by the keepalive ping (close code 1011).
+* A closed connection cancels its calls at once, even while the connection is at its in-flight bound.
+* Origin check (403), connection limits in all and per address (503), TLS, push groups and a
+  graceful stop (``stop(grace)``: calls in flight finish, new ones get -32004, then close 1001).
 """
 
 from __future__ import annotations
@@ -17,17 +20,18 @@ from __future__ import annotations
 import asyncio
 import http
 import logging
-from dataclasses import dataclass, field
-
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.extensions.permessage_deflate import PerMessageDeflate, ServerPerMessageDeflateFactory
 from websockets.frames import Frame, Opcode
 
 from .concurrency import Session
+from .config import ConnectionCounter, ServerConfig
 from .engine import Engine
-from .limits import Limits
 from .metrics import CONTENT_TYPE, Metrics
+from .push import Groups
+
+__all__ = ["RpcServer", "ServerConfig"]
 
 log = logging.getLogger("rpc_app.server")
 
@@ -35,8 +39,10 @@ log = logging.getLogger("rpc_app.server")
 class _ThresholdDeflate(PerMessageDeflate):
     """permessage-deflate that leaves messages under ``threshold`` bytes uncompressed (RSV1 unset)."""
 
-    threshold = 1024
-    _skipping = False
+    def __init__(self, threshold: int, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.threshold = threshold
+        self._skipping = False
 
     def encode(self, frame: Frame) -> Frame:
         if frame.opcode is Opcode.CONT:
@@ -56,28 +62,10 @@ class ThresholdDeflateFactory(ServerPerMessageDeflateFactory):
 
     def process_request_params(self, params, accepted_extensions):
         response_params, ext = super().process_request_params(params, accepted_extensions)
-        ext.__class__ = _ThresholdDeflate
-        ext.threshold = self.threshold
+        # the same negotiated settings, in the subclass that knows the threshold
+        ext = _ThresholdDeflate(self.threshold, ext.remote_no_context_takeover, ext.local_no_context_takeover,
+                                ext.remote_max_window_bits, ext.local_max_window_bits, self.compress_settings)
         return response_params, ext
-
-
-@dataclass
-class ServerConfig:
-    host: str = "127.0.0.1"
-    port: int = 8082
-    limits: Limits = field(default_factory=Limits)
-    max_in_flight: int = 64
-    compression: bool = True
-    compress_min_bytes: int = 1024
-    fragment_bytes: int = 64 * 1024
-    ping_interval: float | None = 20.0
-    ping_timeout: float | None = 20.0
-    close_timeout: float = 5.0
-    max_queue: int = 16
-    write_limit: int = 64 * 1024
-    send_timeout: float = 10.0
-    compress_level: int = 1
-    metrics_path: str = "/metrics"
 
 
 class RpcServer:
@@ -86,8 +74,15 @@ class RpcServer:
         self.config = config or ServerConfig()
         self.metrics = metrics if metrics is not None else engine.metrics
         self.sessions: set[Session] = set()
+        self.groups = Groups(engine)
+        self.counter = ConnectionCounter(self.config)
+        self.stopping = False
         self._server = None
         self.port: int | None = None
+
+    def broadcast(self, group: str, method: str, params=None) -> int:
+        """Notify every connection in ``group`` (see rpc_app.push); returns how many took the message."""
+        return self.groups.broadcast(group, method, params)
 
     # -- HTTP on the same port ----------------------------------------------------------
     def _process_request(self, connection: ServerConnection, request):
@@ -104,6 +99,12 @@ class RpcServer:
             return connection.respond(http.HTTPStatus.OK, "ok\n")
         if "upgrade" not in request.headers.get("Connection", "").lower():
             return connection.respond(http.HTTPStatus.UPGRADE_REQUIRED, "JSON-RPC 2.0 over WebSocket\n")
+        if not self.config.origin_allowed(request.headers.get("Origin")):
+            return connection.respond(http.HTTPStatus.FORBIDDEN, "origin not allowed\n")
+        peer = connection.remote_address
+        refusal = "server shutting down" if self.stopping else self.counter.refusal(peer[0] if peer else None)
+        if refusal is not None:
+            return connection.respond(http.HTTPStatus.SERVICE_UNAVAILABLE, refusal + "\n")
         return None
 
     # -- WebSocket ----------------------------------------------------------------------
@@ -137,8 +138,15 @@ class RpcServer:
 
         scope = {"type": "websocket", "path": ws.request.path if ws.request else "/",
                  "client": ws.remote_address, "headers": list(ws.request.headers.raw_items()) if ws.request else []}
-        session = Session(self.engine, send, scope=scope, max_in_flight=cfg.max_in_flight)
+        session = Session(self.engine, send, scope=scope, max_in_flight=cfg.max_in_flight, hub=self.groups,
+                          on_overflow=lambda: asyncio.ensure_future(ws.close(1008, "too far behind on pushed messages")),
+                          max_push_queue=cfg.max_push_queue)
+        ip = ws.remote_address[0] if ws.remote_address else None
+        self.counter.opened(ip)
         self.sessions.add(session)
+        # the reader may be waiting for a free slot: a close must still cancel the calls at once
+        watcher = asyncio.ensure_future(ws.wait_closed())
+        watcher.add_done_callback(lambda _: session.close())
         m = self.metrics
         if m is not None:
             m.open_connections.inc()
@@ -151,7 +159,9 @@ class RpcServer:
         except ConnectionClosed:
             pass
         finally:
+            watcher.cancel()
             cancelled = session.close()
+            self.counter.closed(ip)
             self.sessions.discard(session)
             code = ws.close_code
             if stuck:
@@ -179,15 +189,24 @@ class RpcServer:
             ping_interval=cfg.ping_interval, ping_timeout=cfg.ping_timeout,
             close_timeout=cfg.close_timeout,
             process_request=self._process_request,
+            ssl=cfg.ssl,
         )
         sock = next(iter(self._server.sockets))
         self.port = sock.getsockname()[1]
         return self.port
 
-    async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
+    async def stop(self, grace: float | None = None) -> None:
+        """Graceful stop: no new connections; calls in flight run on for up to ``grace`` seconds (new calls
+        get -32004); then every connection is closed with 1001 (going away)."""
+        self.stopping = True
+        if self._server is None:
+            return
+        grace = self.config.shutdown_grace if grace is None else grace
+        sessions = list(self.sessions)
+        if sessions:
+            await asyncio.gather(*(s.drain(grace) for s in sessions))
+        self._server.close(close_connections=True)  # close frames 1001, then the listener
+        await self._server.wait_closed()
 
     async def serve_forever(self) -> None:
         await self._server.serve_forever()

@@ -12,8 +12,12 @@ callback (no task, no await); async calls become tasks.
   ``compress_min_bytes`` are compressed, smaller ones are sent as is (RSV1 unset).
   Compressed requests are inflated with the message byte limit as the output bound.
 * Backpressure: at ``max_in_flight`` running calls, or while the socket's write buffer is
-  over its high-water mark, the connection stops reading. A peer that leaves a write
-  blocked for ``send_timeout`` seconds is disconnected.
+  over its high-water mark, the connection stops reading, and messages already read wait
+  (in order) until both clear. A peer that leaves a write blocked for ``send_timeout``
+  seconds is disconnected; one that leaves a fragmented message unfinished for
+  ``assembly_timeout`` seconds too (close 1008).
+* Origin check, connection limits (in all and per address: close 1013), TLS, push groups and a
+  graceful stop (``stop(grace)``: calls in flight finish, new ones get -32004, then close 1001).
 * ``GET /metrics`` and ``GET /healthz`` are answered on the same port.
 """
 
@@ -28,9 +32,10 @@ from picows import (WSCloseCode, WSFrame, WSListener, WSMsgType, WSTransport, WS
                     WSUpgradeResponse, WSUpgradeResponseWithListener, ws_create_server)
 
 from .concurrency import Session
+from .config import ConnectionCounter, ServerConfig
 from .engine import Engine
 from .metrics import CONTENT_TYPE, Metrics
-from .server import ServerConfig
+from .push import Groups
 
 log = logging.getLogger("rpc_app.server")
 
@@ -82,27 +87,47 @@ class _RpcListener(WSListener):
         self.reading_paused = False
         self.writing_paused = False
         self.stall_timer = None
+        self.assembly_timer = None
         self.reason = "normal"
         self.pending: deque = deque()
+        self.peer_ip: str | None = None
 
     # -- connection -----------------------------------------------------------------
     def on_ws_connected(self, transport: WSTransport) -> None:
         self.transport = transport
         srv = self.server
-        self.session = Session(srv.engine, self._asend, scope=self.scope, max_in_flight=srv.config.max_in_flight)
         tr = transport.underlying_transport
-        tr.set_write_buffer_limits(high=srv.config.write_limit)
+        peer = tr.get_extra_info("peername")
+        ip = peer[0] if peer else None
+        refusal = srv.counter.refusal(ip)
+        if refusal is not None or srv.stopping:
+            self.reason = "refused"
+            transport.send_close(WSCloseCode.TRY_AGAIN_LATER, (refusal or "server shutting down").encode())
+            transport.disconnect()
+            return
+        self.peer_ip = ip
+        srv.counter.opened(ip)
+        srv.listeners.add(self)
+        self.scope["client"] = peer
+        cfg = srv.config
+        self.session = Session(srv.engine, self._asend, scope=self.scope, max_in_flight=cfg.max_in_flight,
+                               hub=srv.groups, send_nowait=self._send_nowait, on_overflow=self._overflow,
+                               max_push_queue=cfg.max_push_queue)
+        tr.set_write_buffer_limits(high=cfg.write_limit)
         m = srv.metrics
         if m is not None:
             m.open_connections.inc()
             m.connections_total.inc()
 
     def on_ws_disconnected(self, transport: WSTransport) -> None:
-        if self.stall_timer is not None:
-            self.stall_timer.cancel()
+        for timer in (self.stall_timer, self.assembly_timer):
+            if timer is not None:
+                timer.cancel()
         session = self.session
         if session is None:
             return
+        self.server.listeners.discard(self)
+        self.server.counter.closed(self.peer_ip)
         session.close()
         self.pending.clear()
         m = self.server.metrics
@@ -116,9 +141,11 @@ class _RpcListener(WSListener):
             m.closed(self.reason)
 
     # -- flow control ---------------------------------------------------------------
+    def _blocked(self) -> bool:
+        return self.writing_paused or self.session.at_limit
+
     def _update_reading(self) -> None:
-        should_pause = (self.writing_paused or bool(self.pending)
-                        or len(self.session.tasks) >= self.session.max_in_flight)
+        should_pause = self._blocked() or bool(self.pending)
         if should_pause != self.reading_paused:
             self.reading_paused = should_pause
             tr = self.transport.underlying_transport
@@ -139,7 +166,7 @@ class _RpcListener(WSListener):
             self.stall_timer.cancel()
             self.stall_timer = None
         if self.session is not None and not self.session.closed:
-            self._update_reading()
+            self._pump()
 
     def _stalled(self) -> None:
         log.warning("peer did not read for %.1fs: dropping it", self.server.config.send_timeout)
@@ -164,7 +191,9 @@ class _RpcListener(WSListener):
                 self.parts_size = frame.payload_size
                 self.parts_compressed = frame.rsv1 and self.deflate
                 self.parts_text = t is _TEXT
-                self._check_parts_size()
+                if self._check_parts_size():
+                    loop = asyncio.get_event_loop()
+                    self.assembly_timer = loop.call_later(self.server.config.assembly_timeout, self._unfinished)
         elif t is _CONT:
             if self.parts is None:
                 return self._protocol_error("continuation frame without a message")
@@ -175,6 +204,8 @@ class _RpcListener(WSListener):
             if frame.fin:
                 data = b"".join(self.parts)
                 self.parts = None
+                self.assembly_timer.cancel()
+                self.assembly_timer = None
                 if self.parts_compressed:
                     data = self._inflate(data)
                     if data is None:
@@ -185,6 +216,12 @@ class _RpcListener(WSListener):
             transport.disconnect()
         elif t is _PING:
             transport.send_pong(frame.get_payload_as_bytes())
+
+    def _unfinished(self) -> None:
+        self.assembly_timer = None
+        if self.parts is not None:
+            self.parts = None
+            self._close(WSCloseCode.POLICY_VIOLATION, "message not completed in time")
 
     def _check_parts_size(self) -> bool:
         limit = self.server.engine.limits.max_message_bytes
@@ -220,9 +257,8 @@ class _RpcListener(WSListener):
         tr.disconnect()
 
     def _handle(self, data: bytes, is_text: bool) -> None:
-        session = self.session
-        if self.pending or len(session.tasks) >= session.max_in_flight:
-            # at the bound: keep what was already read (reading is paused), in order
+        if self.pending or self._blocked():
+            # at the bound or behind on writes: keep what was already read (reading is paused), in order
             self.pending.append((data, is_text))
             self._update_reading()
             return
@@ -240,29 +276,30 @@ class _RpcListener(WSListener):
                 return
             self._send(out)
             return
-        task = asyncio.get_event_loop().create_task(self._run(out))
-        session.tasks.add(task)
-        task.add_done_callback(self._done)
-        if len(session.tasks) >= session.max_in_flight:
+        session.start(out).add_done_callback(self._call_ended)
+        if session.at_limit:
             self._update_reading()
 
-    async def _run(self, coro) -> None:
-        out = await coro
-        if out is not None and not self.session.closed:
-            self._send(out)
+    def _call_ended(self, task) -> None:
+        if not self.session.closed:
+            self._pump()
 
-    def _done(self, task) -> None:
-        session = self.session
-        session.tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("async call failed", exc_info=task.exception())
-        if session.closed:
-            return
+    def _pump(self) -> None:
+        """Process the messages held back, in order, while nothing blocks; then resume reading if possible."""
         pending = self.pending
-        while pending and len(session.tasks) < session.max_in_flight and not session.closed:
+        while pending and not self._blocked() and not self.session.closed:
             self._process(*pending.popleft())
-        if self.reading_paused:
+        if not self.session.closed:
             self._update_reading()
+
+    def _send_nowait(self, data: bytes) -> bool:
+        if self.writing_paused:
+            return False
+        self._send(data)
+        return True
+
+    def _overflow(self) -> None:
+        self._close(WSCloseCode.POLICY_VIOLATION, "too far behind on pushed messages")
 
     async def _asend(self, data: bytes) -> None:
         self._send(data)
@@ -299,8 +336,16 @@ class PicowsRpcServer:
         self.engine = engine
         self.config = config or ServerConfig()
         self.metrics = metrics if metrics is not None else engine.metrics
+        self.groups = Groups(engine)
+        self.counter = ConnectionCounter(self.config)
+        self.listeners: set[_RpcListener] = set()
+        self.stopping = False
         self._server = None
         self.port: int | None = None
+
+    def broadcast(self, group: str, method: str, params=None) -> int:
+        """Notify every connection in ``group`` (see rpc_app.push); returns how many took the message."""
+        return self.groups.broadcast(group, method, params)
 
     def _factory(self, request: WSUpgradeRequest):
         path = request.path.decode("latin-1").split("?", 1)[0]
@@ -313,6 +358,9 @@ class PicowsRpcServer:
         if not upgrade:
             return WSUpgradeResponseWithListener(
                 WSUpgradeResponse.create_error_response(426, b"JSON-RPC 2.0 over WebSocket\n"), None)
+        if not self.config.origin_allowed(request.headers.get("Origin")):
+            return WSUpgradeResponseWithListener(
+                WSUpgradeResponse.create_error_response(403, b"origin not allowed\n"), None)
         deflate = self.config.compression and _offers_deflate(request.headers.get("Sec-WebSocket-Extensions"))
         scope = {"type": "websocket", "path": path, "headers": list(request.headers.items())}
         listener = _RpcListener(self, scope, deflate)
@@ -335,11 +383,25 @@ class PicowsRpcServer:
             max_frame_size=cfg.limits.max_message_bytes,
             websocket_handshake_timeout=cfg.close_timeout,
             read_buffer_init_size=4096,
+            ssl=cfg.ssl,
             **kwargs)
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port
 
-    async def stop(self) -> None:
+    async def stop(self, grace: float | None = None) -> None:
+        """Graceful stop: no new connections; calls in flight run on for up to ``grace`` seconds (new calls
+        get -32004); then every connection is closed with 1001 (going away)."""
+        self.stopping = True
         if self._server is not None:
             self._server.close()
+        listeners = [lst for lst in self.listeners if lst.session is not None]
+        grace = self.config.shutdown_grace if grace is None else grace
+        if listeners:
+            await asyncio.gather(*(lst.session.drain(grace) for lst in listeners))
+        for lst in listeners:
+            if not lst.transport.is_disconnected:
+                lst.reason = "shutdown"
+                lst.transport.send_close(WSCloseCode.GOING_AWAY, b"server shutting down")
+                lst.transport.disconnect()
+        if self._server is not None:
             await self._server.wait_closed()
