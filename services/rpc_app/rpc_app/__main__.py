@@ -20,7 +20,8 @@ from .server import RpcServer
 def parse_args(argv=None):
     d = Limits()
     p = argparse.ArgumentParser(prog="rpc_app", description="JSON-RPC 2.0 over WebSocket (example methods: "
-                                "add, add_async, echo, sleep, big, fail, fail_rpc, blocking_sleep)")
+                                "add, add_async, echo, sleep, big, fail, fail_rpc, blocking_sleep, subscribe, unsubscribe, "
+                                "publish, countdown; rpc.discover describes them)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8082, help="0 = ephemeral (the bound port is printed)")
     p.add_argument("--server", choices=["picows", "websockets"], default="picows",

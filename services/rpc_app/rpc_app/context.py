@@ -12,7 +12,8 @@ class RpcContext:
     ``is_notification``, ``scope`` (ASGI scope or the standalone server's connection info)
     and ``user`` (``scope["user"]`` when present, e.g. with Channels' AuthMiddlewareStack).
     Push: ``await ctx.notify(method, params)`` sends a notification to this client;
-    ``await ctx.join(group)`` / ``ctx.leave(group)`` subscribe it to broadcasts to that group.
+    ``await ctx.join(group)`` / ``ctx.leave(group)`` subscribe it to broadcasts to that group, and
+    ``await ctx.broadcast(group, method, params)`` sends one.
     """
 
     __slots__ = ("connection", "method", "request_id", "is_notification")
@@ -39,6 +40,12 @@ class RpcContext:
 
     async def notify(self, method: str, params: Any = None) -> None:
         await self._session().notify(method, params)
+
+    async def broadcast(self, group: str, method: str, params: Any = None):
+        """Notify every connection in ``group`` (this one included if it joined)."""
+        session = self._session()
+        out = self._hub(session).broadcast(group, method, params)
+        return await out if hasattr(out, "__await__") else out
 
     async def join(self, group: str) -> None:
         session = self._session()

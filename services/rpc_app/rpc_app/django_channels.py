@@ -132,6 +132,9 @@ class _ChannelsGroups:
         await self._layer().group_discard(group, self.consumer.channel_name)
         session.groups.discard(group)
 
+    async def broadcast(self, group: str, method: str, params=None) -> None:
+        await broadcast(group, method, params, layer=self._layer())
+
     def forget(self, session) -> None:
         pass  # the consumer leaves its groups in websocket_disconnect, where it can await
 

@@ -1,4 +1,4 @@
-"""Example methods served by ``python -m rpc_app``: add, echo, sleep, big, fail."""
+"""Example methods served by ``python -m rpc_app``: arithmetic, echo, sleep, big results, errors, push."""
 
 from __future__ import annotations
 
@@ -63,5 +63,30 @@ def build_registry() -> Registry:
             raise RpcError(-32602, "Invalid params", f"seconds must be within 0..{MAX_SLEEP:g}")
         time.sleep(seconds)
         return seconds
+
+    @reg.method()
+    async def subscribe(group: str, ctx: RpcContext):
+        """Join a broadcast group: later ``publish`` calls to it arrive as notifications."""
+        await ctx.join(group)
+        return True
+
+    @reg.method()
+    async def unsubscribe(group: str, ctx: RpcContext):
+        await ctx.leave(group)
+        return True
+
+    @reg.method()
+    async def publish(group: str, message=None, ctx: RpcContext = None):
+        """Notify every member of a group (method "message", params {"group", "message"}); returns how many."""
+        return await ctx.broadcast(group, "message", {"group": group, "message": message})
+
+    @reg.method()
+    async def countdown(n: int, ctx: RpcContext):
+        """Push n notifications ("tick", {"n": k}) to the caller, then answer n."""
+        if n < 0 or n > 10_000:
+            raise RpcError(-32602, "Invalid params", "n must be within 0..10000")
+        for k in range(n, 0, -1):
+            await ctx.notify("tick", {"n": k})
+        return n
 
     return reg

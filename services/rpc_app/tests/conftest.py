@@ -1,5 +1,6 @@
 import os
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -13,11 +14,23 @@ import django  # noqa: E402
 from django.conf import settings  # noqa: E402
 
 if not settings.configured:
-    settings.configure(
-        DEBUG=False,
-        SECRET_KEY="rpc-app-tests",
-        INSTALLED_APPS=["channels"],
-        CHANNEL_LAYERS={},
-        ASGI_APPLICATION="tests.asgi_app.application",
-    )
+    if os.environ.get("RPC_APP_TEST_DATABASE"):
+        # test_django_db.py: a real SQLite database, auth, and an in-memory channel layer for groups
+        settings.configure(
+            DEBUG=False,
+            SECRET_KEY="rpc-app-tests",
+            INSTALLED_APPS=["django.contrib.contenttypes", "django.contrib.auth", "channels", "rpcshop"],
+            DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3",
+                                   "NAME": os.path.join(tempfile.mkdtemp(prefix="rpc-app-db-"), "db.sqlite3")}},
+            CHANNEL_LAYERS={"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}},
+            USE_TZ=True,
+        )
+    else:
+        settings.configure(
+            DEBUG=False,
+            SECRET_KEY="rpc-app-tests",
+            INSTALLED_APPS=["channels"],
+            CHANNEL_LAYERS={},
+            ASGI_APPLICATION="tests.asgi_app.application",
+        )
     django.setup()

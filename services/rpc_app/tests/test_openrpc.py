@@ -40,8 +40,19 @@ def _load_schema_file(path: str) -> dict:
     return json.JSONDecoder().raw_decode(text, start)[0]
 
 
+def _npm_file(env: str, package_path: str) -> str | None:
+    """A file named by ``env``, or else found in the node_modules next to $NPM_PACKAGE_JSON (the Bazel
+    target passes @npm's package.json)."""
+    if os.environ.get(env):
+        return os.environ[env]
+    pkg = os.environ.get("NPM_PACKAGE_JSON")
+    if pkg:
+        return os.path.join(os.path.dirname(os.path.abspath(pkg)), "node_modules", package_path)
+    return None
+
+
 def _json_schema_tools_meta() -> dict:
-    path = os.environ.get("JSON_SCHEMA_TOOLS_META_SCHEMA")
+    path = _npm_file("JSON_SCHEMA_TOOLS_META_SCHEMA", "@json-schema-tools/meta-schema/schema.json")
     if path:
         return _load_schema_file(path)
     from jsonschema import Draft7Validator
@@ -54,9 +65,9 @@ def _json_schema_tools_meta() -> dict:
 
 @pytest.fixture(scope="module")
 def validator():
-    path = os.environ.get("OPENRPC_META_SCHEMA")
+    path = _npm_file("OPENRPC_META_SCHEMA", "@open-rpc/meta-schema/index.js")
     if not path:
-        pytest.skip("OPENRPC_META_SCHEMA is not set (path to @open-rpc/meta-schema's index.js or schema JSON)")
+        pytest.skip("set NPM_PACKAGE_JSON (third_party/npm after npm ci) or OPENRPC_META_SCHEMA")
     from jsonschema import Draft7Validator
     from referencing import Registry as RefRegistry
     from referencing.jsonschema import DRAFT7
