@@ -218,8 +218,8 @@ class Engine:
             try:
                 self.limits.check(msg, flags, opens)
             except LimitExceeded as exc:
-                rid = msg.get("id") if type(msg) is dict else None
-                raise _Fail(rid if type(rid) in _ID_TYPES else None, exc, INVALID, "limit") from None
+                rid = msg.get("id", _MISSING) if type(msg) is dict else None  # a notification gets no answer
+                raise _Fail(rid if rid is _MISSING or type(rid) in _ID_TYPES else None, exc, INVALID, "limit") from None
 
     # -- dispatch ---------------------------------------------------------------------
     def _single(self, msg: dict, session):
