@@ -40,14 +40,36 @@ async def run_picows(host, port):
     await server.serve_forever()
 
 
+async def run_fanout_websockets(host, port):
+    """Push fan-out on plain websockets: a message from a /pub connection goes to every /sub connection."""
+    from websockets.asyncio.server import broadcast, serve
+
+    subscribers = set()
+
+    async def handler(ws):
+        if ws.request.path == "/pub":
+            async for msg in ws:
+                broadcast(subscribers, msg)
+            return
+        subscribers.add(ws)
+        try:
+            await ws.wait_closed()
+        finally:
+            subscribers.discard(ws)
+
+    server = await serve(handler, host, port, compression=None, max_queue=None)
+    print(f"fan-out (websockets) listening on ws://{host}:{next(iter(server.sockets)).getsockname()[1]}/", flush=True)
+    await server.serve_forever()
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--stack", choices=["websockets", "picows"], default="websockets")
+    ap.add_argument("--stack", choices=["websockets", "picows", "fanout-websockets"], default="websockets")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--loop", choices=["uvloop", "asyncio"], default="uvloop", help="as rpc_app's --loop")
     args = ap.parse_args()
-    fn = run_websockets if args.stack == "websockets" else run_picows
+    fn = {"websockets": run_websockets, "picows": run_picows, "fanout-websockets": run_fanout_websockets}[args.stack]
     try:
         if args.loop == "uvloop":
             import uvloop

@@ -37,7 +37,20 @@ log = logging.getLogger("rpc_app")
 _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
 _MISSING = object()
-_ID_TYPES = (str, int, float, type(None), orjson.Fragment)
+
+
+
+class _BigInt(int):
+    """An integer id beyond 64 bits: orjson can neither read it exactly nor write it, so it is read again by
+    the standard library and written as raw JSON text. An int for everything else (methods, duplicate checks)."""
+
+    __slots__ = ()
+
+    def wire(self) -> orjson.Fragment:
+        return orjson.Fragment(str(int(self)).encode())
+
+
+_ID_TYPES = (str, int, float, type(None), _BigInt)
 _INT64 = (-(1 << 63), (1 << 64) - 1)  # what orjson reads and writes as an integer
 
 UNKNOWN = "(unknown)"
@@ -53,7 +66,7 @@ def error_response(rid: Any, code: int, message: str | None = None, data: Any = 
 
 
 def _err_obj(rid, exc: RpcError) -> dict:
-    return {"jsonrpc": "2.0", "error": exc.to_dict(), "id": rid}
+    return {"jsonrpc": "2.0", "error": exc.to_dict(), "id": rid.wire() if type(rid) is _BigInt else rid}
 
 
 def _exact_ids(data, msg) -> None:
@@ -64,7 +77,20 @@ def _exact_ids(data, msg) -> None:
     for item, twin in pairs:
         if type(item) is dict and type(item.get("id")) is float and type(twin.get("id")) is int:
             rid = twin["id"]
-            item["id"] = rid if _INT64[0] <= rid <= _INT64[1] else orjson.Fragment(str(rid).encode())
+            item["id"] = rid if _INT64[0] <= rid <= _INT64[1] else _BigInt(rid)
+
+
+def _plain_ints(obj):
+    """A copy of a JSON-like value with every int beyond 64 bits turned into _BigInt (so that orjson's
+    subclass pass-through hands it to the encoder hook)."""
+    t = type(obj)
+    if t is int:
+        return obj if _INT64[0] <= obj <= _INT64[1] else _BigInt(obj)
+    if t is dict:
+        return {k: _plain_ints(v) for k, v in obj.items()}
+    if t is list or t is tuple:
+        return [_plain_ints(v) for v in obj]
+    return obj
 
 
 def _has_float_id(msg) -> bool:
@@ -106,6 +132,7 @@ class Engine:
         self._executor = executor
         self.rate_limit = rate_limit
         self.call_timeout = call_timeout
+        self._default = default
         self._dumps = functools.partial(orjson.dumps, default=default) if default else orjson.dumps
         self._run_sync = run_sync or self._run_in_executor
         self._discover = discover
@@ -377,13 +404,38 @@ class Engine:
     # -- encode -----------------------------------------------------------------------
     def _encode(self, pair) -> bytes:
         rid, result = pair
+        if type(rid) is _BigInt:
+            rid = rid.wire()
         try:
             out = self._dumps({"jsonrpc": "2.0", "result": result, "id": rid})
         except TypeError as exc:
-            return self._dumps(self._unencodable(rid, exc))
+            out = self._dumps_big_ints({"jsonrpc": "2.0", "result": result, "id": rid}, exc)
+            if out is None:
+                return self._dumps(self._unencodable(rid, exc))
         if len(out) > self._max_response:
             return self._dumps(_err_obj(rid, LimitExceeded("response_bytes", self._max_response, len(out))))
         return out
+
+    def _dumps_big_ints(self, obj, exc: TypeError) -> bytes | None:
+        """A result holding a big id (ctx.request_id echoed back) or another integer beyond 64 bits: encode
+        it as raw JSON text. Only on this error path, so the common encode pays nothing."""
+        if "64-bit" not in str(exc):
+            return None
+        default = self._default
+
+        def wide(value):
+            if isinstance(value, int) and not isinstance(value, bool):
+                return orjson.Fragment(str(int(value)).encode())
+            for base in (str, dict, list, tuple, float):  # other subclasses, passed through by the option
+                if isinstance(value, base):
+                    return base(value)
+            if default is None:
+                raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
+            return default(value)
+        try:
+            return orjson.dumps(_plain_ints(obj), default=wide, option=orjson.OPT_PASSTHROUGH_SUBCLASS)
+        except TypeError:
+            return None
 
     def _unencodable(self, rid, exc) -> dict:
         log.error("result of a call with id %r is not JSON-serializable: %s", rid, exc)
@@ -391,13 +443,16 @@ class Engine:
 
     def _encode_member(self, item, room: int) -> bytes:
         if type(item) is tuple:
-            rid, item = item[0], {"jsonrpc": "2.0", "result": item[1], "id": item[0]}
+            rid = item[0].wire() if type(item[0]) is _BigInt else item[0]
+            item = {"jsonrpc": "2.0", "result": item[1], "id": rid}
         else:
             rid = item.get("id")
         try:
             out = self._dumps(item)
         except TypeError as exc:
-            return self._dumps(self._unencodable(rid, exc))
+            out = self._dumps_big_ints(item, exc)
+            if out is None:
+                return self._dumps(self._unencodable(rid, exc))
         if len(out) > room:  # the whole batch answer must stay under max_response_bytes
             return self._dumps(_err_obj(rid, LimitExceeded("response_bytes", self._max_response)))
         return out

@@ -12,8 +12,8 @@ callback (no task, no await); async calls become tasks.
   ``compress_min_bytes`` are compressed, smaller ones are sent as is (RSV1 unset).
   Compressed requests are inflated with the message byte limit as the output bound.
 * Backpressure: at ``max_in_flight`` running calls, or while the socket's write buffer is
-  over its high-water mark, the connection stops reading, and messages already read wait
-  (in order) until both clear. A peer that leaves a write blocked for ``send_timeout``
+  over its high-water mark, messages wait (in order) until both clear; the connection stops
+  reading while the write buffer is full or ``max_queue`` (16) messages wait. A peer that leaves a write blocked for ``send_timeout``
   seconds is disconnected; one that leaves a fragmented message unfinished for
   ``assembly_timeout`` seconds too (close 1008).
 * Origin check, connection limits (in all and per address: close 1013), TLS, push groups and a
@@ -145,7 +145,9 @@ class _RpcListener(WSListener):
         return self.writing_paused or self.session.at_limit
 
     def _update_reading(self) -> None:
-        should_pause = self._blocked() or bool(self.pending)
+        # At the in-flight bound, reading goes on until max_queue messages wait (as the websockets stack's
+        # max_queue): a paused socket would hide the client's close frame or FIN, and its calls would run on.
+        should_pause = self.writing_paused or len(self.pending) >= self.server.config.max_queue
         if should_pause != self.reading_paused:
             self.reading_paused = should_pause
             tr = self.transport.underlying_transport
