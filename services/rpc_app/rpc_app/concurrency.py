@@ -25,10 +25,47 @@ from typing import Any, Awaitable, Callable
 log = logging.getLogger("rpc_app")
 
 
+class Slots:
+    """A counting semaphore whose uncontended take is a plain method call (asyncio.Semaphore.acquire is a
+    coroutine: an await per call). A released slot goes straight to the oldest waiter."""
+
+    __slots__ = ("free", "_waiters")
+
+    def __init__(self, n: int):
+        self.free = n
+        self._waiters: deque = deque()
+
+    def try_take(self) -> bool:
+        if self.free > 0 and not self._waiters:
+            self.free -= 1
+            return True
+        return False
+
+    async def take(self) -> None:
+        fut = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():
+                self.release()  # handed a slot just as it was cancelled: pass it on
+            else:
+                self._waiters.remove(fut)
+            raise
+
+    def release(self) -> None:
+        while self._waiters:
+            fut = self._waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                return
+        self.free += 1
+
+
 class Session:
     __slots__ = ("engine", "send", "send_nowait", "on_overflow", "scope", "owner", "rate", "inflight_ids", "tasks",
                  "max_in_flight", "slots", "_slot_free", "closed", "draining", "hub", "groups", "push_queue",
-                 "max_push_queue", "_pusher", "__weakref__")
+                 "max_push_queue", "_pusher", "loop", "__weakref__")
 
     def __init__(self, engine, send: Callable[[bytes], Awaitable[Any]], *, scope: dict | None = None,
                  owner: Any = None, max_in_flight: int = 64, hub=None, send_nowait=None, on_overflow=None,
@@ -45,7 +82,7 @@ class Session:
         self.inflight_ids: dict = {}
         self.tasks: set[asyncio.Task] = set()
         self.max_in_flight = max_in_flight
-        self.slots = asyncio.Semaphore(max_in_flight)
+        self.slots = Slots(max_in_flight)
         self._slot_free: asyncio.Event | None = None
         self.closed = False
         self.draining = False
@@ -54,6 +91,10 @@ class Session:
         self.push_queue: deque = deque()
         self.max_push_queue = max_push_queue
         self._pusher: asyncio.Task | None = None
+        try:
+            self.loop = asyncio.get_running_loop()
+        except RuntimeError:  # created outside a loop (tests, tools): looked up per call instead
+            self.loop = None
 
     # -- calls ------------------------------------------------------------------------
     @property

@@ -27,6 +27,7 @@ import orjson
 
 from . import errors as E
 from .context import RpcContext
+from .deadlines import Deadlines
 from .errors import LimitExceeded, RpcError
 from .limits import Limits
 from .middleware import MiddlewareChain
@@ -35,6 +36,10 @@ from .registry import Registry
 log = logging.getLogger("rpc_app")
 
 _loads = orjson.loads
+try:  # the running task of a loop, without asyncio.current_task()'s loop lookup (3.11's C dict)
+    from asyncio.tasks import _current_tasks as _TASKS
+except ImportError:  # pragma: no cover - other Python versions
+    _TASKS = None
 _JSONDecodeError = orjson.JSONDecodeError
 _MISSING = object()
 
@@ -132,6 +137,7 @@ class Engine:
         self._executor = executor
         self.rate_limit = rate_limit
         self.call_timeout = call_timeout
+        self._deadlines = Deadlines()
         self._default = default
         self._dumps = functools.partial(orjson.dumps, default=default) if default else orjson.dumps
         self._run_sync = run_sync or self._run_in_executor
@@ -159,6 +165,28 @@ class Engine:
         self._counter += 1
         if self._counter & self._mask == 0:
             return self._handle_timed(data, session)
+        if len(data) <= self._small:
+            # the common case, inlined: a small request object (no size limit can be broken)
+            try:
+                msg = _loads(data)
+            except _JSONDecodeError:
+                msg = None  # the general path words the error
+            if type(msg) is dict:
+                if type(msg.get("id")) is float:
+                    _exact_ids(data, msg)
+                try:
+                    out = self._call(msg, session, False)
+                except _Fail as f:
+                    return self._fail_bytes(f)
+                if type(out) is tuple and type(out[0]) is not _BigInt:
+                    try:
+                        raw = self._dumps({"jsonrpc": "2.0", "result": out[1], "id": out[0]})
+                    except TypeError:
+                        return self._encode(out)
+                    return raw if len(raw) <= self._max_response else self._encode(out)
+                if type(out) is tuple:
+                    return self._encode(out)
+                return out
         try:
             msg = self._decode(data)
         except _Fail as f:
@@ -348,23 +376,32 @@ class Engine:
 
     async def _run_async(self, spec, args, kwargs, rid, notification, ctx, params, session, in_batch):
         slots = session.slots if session is not None else None
+        limit = spec.timeout or self.call_timeout
+        task = None
         try:
-            if slots is not None:
-                await slots.acquire()  # every async call holds a slot, batch members included
+            if slots is not None and not slots.try_take():
+                await slots.take()  # every async call holds a slot, batch members included
             self.in_flight += 1
+            if limit is not None:
+                loop = (session.loop if session is not None else None) or asyncio.get_running_loop()
+                task = _TASKS.get(loop) if _TASKS is not None else asyncio.current_task(loop)
+                self._deadlines.start(task, limit, loop)
             try:
-                result = await self._with_deadline(spec, args, kwargs, ctx, params)
+                result = await self._invoke(spec, args, kwargs, ctx, params)
             except asyncio.CancelledError:
-                raise
+                if task is None or not self._deadlines.end(task, limit):
+                    raise  # the connection went: nobody to answer
+                task.uncancel()  # cancelled by its deadline: answer -32003
+                return await self._failed(spec, RpcError(E.CALL_TIMEOUT, "Call timed out", {"timeout": limit}),
+                                          ctx, rid, notification, in_batch)
             except Exception as exc:
-                err = self._method_error(spec, exc)
-                if ctx is not None and self.mw.active:
-                    await self._aafter_safe(ctx, None, err)
-                return self._error_out(err, rid, notification, in_batch)
+                return await self._failed(spec, exc, ctx, rid, notification, in_batch)
             finally:
                 self.in_flight -= 1
                 if slots is not None:
                     slots.release()
+                if task is not None:
+                    self._deadlines.end(task, limit)
             spec.calls_ok += 1
             if ctx is not None and self.mw.active:
                 await self._aafter_safe(ctx, result, None)
@@ -375,22 +412,26 @@ class Engine:
             if not notification and session is not None:
                 session.inflight_ids.pop((type(rid), rid), None)
 
-    async def _with_deadline(self, spec, args, kwargs, ctx, params):
-        limit = spec.timeout or self.call_timeout
-        deadline = asyncio.timeout(limit)
-        try:
-            async with deadline:
-                if ctx is not None and self.mw.active:
-                    await self.mw.arun_before(ctx, params)
-                if spec.is_async:
-                    return await spec.func(*args, **kwargs)
-                if spec.blocking or self._sync_in_thread:
-                    return await self._run_sync(spec.func, args, kwargs)
-                return spec.func(*args, **kwargs)
-        except TimeoutError:
-            if deadline.expired():  # ours, not a TimeoutError the method raised itself
-                raise RpcError(E.CALL_TIMEOUT, "Call timed out", {"timeout": limit}) from None
-            raise
+    def _invoke(self, spec, args, kwargs, ctx, params):
+        """The method's awaitable (a coroutine of the method itself when nothing else is needed)."""
+        if spec.is_async and not (ctx is not None and self.mw.active):
+            return spec.func(*args, **kwargs)
+        return self._invoke_general(spec, args, kwargs, ctx, params)
+
+    async def _invoke_general(self, spec, args, kwargs, ctx, params):
+        if ctx is not None and self.mw.active:
+            await self.mw.arun_before(ctx, params)
+        if spec.is_async:
+            return await spec.func(*args, **kwargs)
+        if spec.blocking or self._sync_in_thread:
+            return await self._run_sync(spec.func, args, kwargs)
+        return spec.func(*args, **kwargs)
+
+    async def _failed(self, spec, exc, ctx, rid, notification, in_batch):
+        err = self._method_error(spec, exc)
+        if ctx is not None and self.mw.active:
+            await self._aafter_safe(ctx, None, err)
+        return self._error_out(err, rid, notification, in_batch)
 
     async def _run_in_executor(self, func, args, kwargs):
         # the thread cannot be stopped at the deadline: the call is answered, the thread runs on
