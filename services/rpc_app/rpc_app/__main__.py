@@ -53,7 +53,8 @@ def parse_args(argv=None):
     p.add_argument("--allowed-origin", action="append", dest="allowed_origins", metavar="ORIGIN",
                    help="accept browser handshakes only from this Origin (repeatable; '*' = any)")
     p.add_argument("--max-connections", type=int, default=10_000)
-    p.add_argument("--max-connections-per-ip", type=int, default=1_000)
+    p.add_argument("--max-connections-per-ip", type=int, default=0,
+                   help="open connections from one address (0 = no limit; behind a proxy all share its address)")
     p.add_argument("--assembly-timeout", type=float, default=10.0,
                    help="seconds a fragmented message may take to complete (picows)")
     p.add_argument("--shutdown-grace", type=float, default=10.0,

@@ -29,7 +29,9 @@ class ServerConfig:
     # allowed_origins set, a handshake whose Origin is not listed is refused (403). None: no check.
     allowed_origins: tuple[str, ...] | None = None
     max_connections: int = 10_000        # open WebSocket connections, in all
-    max_connections_per_ip: int = 1_000  # open WebSocket connections from one client address
+    # open WebSocket connections from one client address; 0 = no limit (the default: behind a reverse proxy
+    # every client has the proxy's address)
+    max_connections_per_ip: int = 0
     assembly_timeout: float = 10.0       # a fragmented message must be complete within this (close 1008)
     max_push_queue: int = 1024           # broadcast messages queued per subscriber before it is dropped
     shutdown_grace: float = 10.0         # on stop: how long calls in flight may run on
@@ -38,9 +40,11 @@ class ServerConfig:
     def __post_init__(self):
         if self.max_in_flight < 1:
             raise ValueError("max_in_flight must be >= 1")
-        for name in ("max_connections", "max_connections_per_ip", "max_push_queue"):
+        for name in ("max_connections", "max_push_queue"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
+        if self.max_connections_per_ip < 0:
+            raise ValueError("max_connections_per_ip must be >= 0 (0: no limit)")
         for name in ("assembly_timeout", "send_timeout", "shutdown_grace"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0")
@@ -76,7 +80,8 @@ class ConnectionCounter:
         """Why a new connection from ``ip`` must be refused, or None."""
         if self.total >= self.config.max_connections:
             return "too many connections"
-        if ip is not None and self.by_ip.get(ip, 0) >= self.config.max_connections_per_ip:
+        per_ip = self.config.max_connections_per_ip
+        if per_ip and ip is not None and self.by_ip.get(ip, 0) >= per_ip:
             return "too many connections from this address"
         return None
 
