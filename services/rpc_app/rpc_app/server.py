@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import http
 import logging
-from websockets.asyncio.server import ServerConnection, serve
+from websockets.asyncio.server import ServerConnection, broadcast, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.extensions.permessage_deflate import PerMessageDeflate, ServerPerMessageDeflateFactory
 from websockets.frames import Frame, Opcode
@@ -138,7 +138,18 @@ class RpcServer:
 
         scope = {"type": "websocket", "path": ws.request.path if ws.request else "/",
                  "client": ws.remote_address, "headers": list(ws.request.headers.raw_items()) if ws.request else []}
+        def send_nowait(data: bytes) -> bool:
+            # a pushed message written at once when nothing is queued or being sent: no task per subscriber
+            if ws.send_in_progress is not None or transport.get_write_buffer_size() > wlimit:
+                return False
+            try:
+                broadcast((ws,), data, raise_exceptions=True, text=True)
+            except Exception:
+                return False
+            return True
+
         session = Session(self.engine, send, scope=scope, max_in_flight=cfg.max_in_flight, hub=self.groups,
+                          send_nowait=send_nowait,
                           on_overflow=lambda: asyncio.ensure_future(ws.close(1008, "too far behind on pushed messages")),
                           max_push_queue=cfg.max_push_queue)
         ip = ws.remote_address[0] if ws.remote_address else None
