@@ -1,6 +1,7 @@
 """rpc_app: a strict, fast JSON-RPC 2.0 engine with a WebSocket server and a Django Channels adapter."""
 
 from .concurrency import Session
+from .config import ServerConfig
 from .context import RpcContext
 from .engine import Engine, error_response
 from .errors import InvalidParams, LimitExceeded, RpcError
@@ -12,5 +13,5 @@ from .registry import MethodSpec, Registry, rpc_method
 __all__ = [
     "Engine", "error_response", "Session", "RpcContext", "RpcError", "InvalidParams", "LimitExceeded",
     "Limits", "Middleware", "LoggingMiddleware", "RateLimit", "TokenBucket", "MethodSpec", "Registry",
-    "rpc_method",
+    "rpc_method", "ServerConfig",
 ]
