@@ -69,6 +69,12 @@ def parse_args(argv=None):
         p.error("--keyfile needs --certfile")
     if args.call_timeout < 0:
         p.error("--call-timeout must be >= 0")
+    args.ssl = None
+    if args.certfile:
+        try:
+            args.ssl = tls_context(args.certfile, args.keyfile)
+        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+            p.error(f"cannot load --certfile/--keyfile: {exc}")
     return p, args
 
 
@@ -87,7 +93,7 @@ async def amain(args) -> None:
                        send_timeout=args.send_timeout, allowed_origins=args.allowed_origins,
                        max_connections=args.max_connections, max_connections_per_ip=args.max_connections_per_ip,
                        assembly_timeout=args.assembly_timeout, shutdown_grace=args.shutdown_grace,
-                       ssl=tls_context(args.certfile, args.keyfile) if args.certfile else None)
+                       ssl=args.ssl)
     if args.server == "picows":
         from .server_picows import PicowsRpcServer
         server = PicowsRpcServer(engine, cfg, metrics)

@@ -33,3 +33,17 @@ def test_both_event_loops_serve_calls():
     r = subprocess.run([sys.executable, "-m", "rpc_app", "--loop", "trio"], capture_output=True, text=True,
                        env=child_env(), timeout=20)
     assert r.returncode != 0 and "--loop" in r.stderr
+
+
+def test_cli_rejects_bad_new_options():
+    cases = [
+        (["--keyfile", "k.pem"], "--keyfile needs --certfile"),
+        (["--certfile", "/nonexistent/cert.pem"], "cannot load --certfile"),
+        (["--call-timeout", "-1"], "--call-timeout"),
+        (["--max-batch-length", "0"], "max_batch_length"),
+        (["--max-connections", "0"], "max_connections"),
+    ]
+    for args, message in cases:
+        r = subprocess.run([sys.executable, "-m", "rpc_app", "--port", "0", *args], capture_output=True, text=True,
+                           env=child_env(), timeout=20)
+        assert r.returncode == 2 and message in r.stderr, (args, r.returncode, r.stderr[-500:])
