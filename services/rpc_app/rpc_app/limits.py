@@ -94,7 +94,7 @@ class Limits:
     max_array_length: int = 10_000      # elements of an array, members of an object
     max_string_length: int = 1 << 18    # characters of any string (keys included)
     max_method_name_length: int = 128
-    max_batch_length: int = 100         # requests in one batch
+    max_batch_length: int = 1000        # requests in one batch (as go-ethereum's default batch limit)
     max_response_bytes: int = 64 << 20  # one response, or a whole batch answer
 
     def __post_init__(self):
