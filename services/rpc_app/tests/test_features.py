@@ -425,3 +425,32 @@ async def test_override_without_decorator_withdraws_method():
 
     assert set(collect_marked(Base).names()) == {"hello", "kept"}
     assert collect_marked(Child).names() == ["kept"]
+
+
+# -- a client that asks for large results and does not read ---------------------------------
+
+def _rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
+@pytest.mark.parametrize("stack", STACKS)
+async def test_unread_large_results_do_not_pile_up_in_the_server(stack):
+    """40 requests for 1 MB results, none read: the server stops producing once its write buffer is full
+    (requests wait unprocessed), so its memory grows by far less than the 40 MB asked for; every answer
+    still arrives, in full, once the client reads."""
+    with run_server("--server", stack, "--no-compression") as (proc, port):
+        async with connect(url(port), max_size=None, compression=None) as ws:
+            assert (await call(ws, "add", [1, 1], 0))["result"] == 2
+            before = _rss_kib(proc.pid)
+            for i in range(1, 41):
+                await ws.send(req("big", [1024], i))
+            await asyncio.sleep(1.5)
+            grown_mib = (_rss_kib(proc.pid) - before) / 1024
+            assert grown_mib < 20, f"server grew {grown_mib:.1f} MiB with 40 MB of results unread"
+            ids = set()
+            for _ in range(40):
+                r = await recv(ws)
+                assert len(r["result"]) == 1024 * 1024
+                ids.add(r["id"])
+            assert ids == set(range(1, 41))
