@@ -19,15 +19,13 @@ from dataclasses import dataclass
 from itertools import chain, compress, repeat
 from operator import is_
 
+from .errors import LimitExceeded
+
 _chain_all = chain.from_iterable
 _compress = compress
 _repeat = repeat
 _is = is_
 _dict_values = dict.values
-
-from .errors import LimitExceeded
-
-
 
 _OPENS_CAP = 64
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import typing
-from typing import Any, Callable
+from typing import Callable
 
 from .context import RpcContext
 from .errors import InvalidParams

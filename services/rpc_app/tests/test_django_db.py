@@ -2,7 +2,6 @@
 and push through Channels groups. Run with RPC_APP_TEST_DATABASE=1 (the Bazel target sets it), which makes
 conftest.py configure Django with a database, auth and an in-memory channel layer."""
 
-import asyncio
 import os
 
 import orjson
