@@ -51,7 +51,8 @@ def parse_args(argv=None):
                    help="drop a client that has not read a response for this many seconds")
     p.add_argument("--sample-every", type=int, default=64, help="time 1 call in N stage by stage (power of 2)")
     p.add_argument("--allowed-origin", action="append", dest="allowed_origins", metavar="ORIGIN",
-                   help="accept browser handshakes only from this Origin (repeatable; '*' = any)")
+                   help="accept browser handshakes from this Origin (repeatable; '*' = any; "
+                        "default: only pages of the host the client connected to)")
     p.add_argument("--max-connections", type=int, default=10_000)
     p.add_argument("--max-connections-per-ip", type=int, default=0,
                    help="open connections from one address (0 = no limit; behind a proxy all share its address)")

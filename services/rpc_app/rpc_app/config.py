@@ -25,8 +25,10 @@ class ServerConfig:
     send_timeout: float = 10.0           # drop a client that leaves a write blocked this long
     compress_level: int = 1
     metrics_path: str = "/metrics"
-    # Browsers send Origin on every WebSocket handshake and let any site open one to any server: with
-    # allowed_origins set, a handshake whose Origin is not listed is refused (403). None: no check.
+    # Browsers send Origin on every WebSocket handshake and let any site open one to any server (cross-site
+    # WebSocket hijacking). A handshake with an Origin is accepted when that origin is listed here ("*": any),
+    # or, with None (the default), when the Origin names the host the client connected to (the Host header).
+    # No Origin (a non-browser client): accepted. Refused: 403.
     allowed_origins: tuple[str, ...] | None = None
     max_connections: int = 10_000        # open WebSocket connections, in all
     # open WebSocket connections from one client address; 0 = no limit (the default: behind a reverse proxy
@@ -55,11 +57,14 @@ class ServerConfig:
     def scheme(self) -> str:
         return "wss" if self.ssl is not None else "ws"
 
-    def origin_allowed(self, origin: str | None) -> bool:
+    def origin_allowed(self, origin: str | None, host: str | None = None) -> bool:
         """A handshake without Origin comes from a non-browser client and is let through."""
-        if self.allowed_origins is None or origin is None:
+        if origin is None:
             return True
-        return origin.rstrip("/").lower() in self.allowed_origins or "*" in self.allowed_origins
+        origin = origin.rstrip("/").lower()
+        if self.allowed_origins is None:  # same host only
+            return host is not None and origin.split("://", 1)[-1] == host.strip().lower()
+        return origin in self.allowed_origins or "*" in self.allowed_origins
 
 
 def tls_context(certfile: str, keyfile: str | None = None) -> _ssl.SSLContext:

@@ -99,7 +99,7 @@ class RpcServer:
             return connection.respond(http.HTTPStatus.OK, "ok\n")
         if "upgrade" not in request.headers.get("Connection", "").lower():
             return connection.respond(http.HTTPStatus.UPGRADE_REQUIRED, "JSON-RPC 2.0 over WebSocket\n")
-        if not self.config.origin_allowed(request.headers.get("Origin")):
+        if not self.config.origin_allowed(request.headers.get("Origin"), request.headers.get("Host")):
             return connection.respond(http.HTTPStatus.FORBIDDEN, "origin not allowed\n")
         peer = connection.remote_address
         refusal = "server shutting down" if self.stopping else self.counter.refusal(peer[0] if peer else None)

@@ -360,7 +360,7 @@ class PicowsRpcServer:
         if not upgrade:
             return WSUpgradeResponseWithListener(
                 WSUpgradeResponse.create_error_response(426, b"JSON-RPC 2.0 over WebSocket\n"), None)
-        if not self.config.origin_allowed(request.headers.get("Origin")):
+        if not self.config.origin_allowed(request.headers.get("Origin"), request.headers.get("Host")):
             return WSUpgradeResponseWithListener(
                 WSUpgradeResponse.create_error_response(403, b"origin not allowed\n"), None)
         deflate = self.config.compression and _offers_deflate(request.headers.get("Sec-WebSocket-Extensions"))

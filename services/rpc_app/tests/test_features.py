@@ -319,6 +319,23 @@ async def test_allowed_origin(main_server):
             assert (await call(ws, "add", [1, 2]))["result"] == 3
 
 
+@pytest.mark.parametrize("stack", STACKS)
+async def test_default_origin_rule_is_same_host(stack):
+    """Without --allowed-origin: a page of another site is refused, a page of this host and a client that
+    sends no Origin are accepted; '*' accepts any."""
+    with run_server("--server", stack) as (_, port):
+        with pytest.raises(InvalidStatus) as info:
+            async with connect(url(port), origin="http://evil.example", open_timeout=T):
+                pass
+        assert info.value.response.status_code == 403
+        for origin in (f"http://127.0.0.1:{port}", None):
+            async with connect(url(port), origin=origin) as ws:
+                assert (await call(ws, "add", [1, 2]))["result"] == 3
+    with run_server("--server", stack, "--allowed-origin", "*") as (_, port):
+        async with connect(url(port), origin="http://anywhere.example") as ws:
+            assert (await call(ws, "add", [2, 2]))["result"] == 4
+
+
 # -- 12. connections per address -----------------------------------------------------------
 
 @pytest.mark.parametrize("stack", STACKS)
