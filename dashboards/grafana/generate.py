@@ -207,7 +207,7 @@ def service_dashboard(s: Service) -> dashboard.Dashboard:
             (f"service_route:http_server_errors:ratio_rate1m{{{sel}}}", "{{route}}"),
         ], "Share of requests answered 5xx per route."))
         d = d.with_panel(hm(ids, "Request latency heatmap", 
-                            f"sum by (le) (increase(http_server_request_duration_seconds_bucket{{{sel}}}[$__rate_interval]))",
+                            f"sum by (le) (rate(http_server_request_duration_seconds_bucket{{{sel}}}[$__rate_interval]))",
                             "Requests per latency bucket over time (all routes), straight from the buckets."))
     else:
         d = d.with_row(row(ids, "JSON-RPC calls"))
@@ -222,7 +222,7 @@ def service_dashboard(s: Service) -> dashboard.Dashboard:
             (f"service:rpc_errors:ratio_rate1m{{{sel}}}", "errors"),
         ], "Share of calls answered with a JSON-RPC error object."))
         d = d.with_panel(hm(ids, "Dispatch latency heatmap",
-                            f'sum by (le) (increase(perfkit_hotpath_duration_seconds_bucket{{{sel},hotpath="dispatch"}}[$__rate_interval]))',
+                            f'sum by (le) (rate(perfkit_hotpath_duration_seconds_bucket{{{sel},hotpath="dispatch"}}[$__rate_interval]))',
                             "Sampled calls per latency bucket of the dispatch stage (the method itself). "
                             "rpc_app exports no whole-call histogram; the load engine's corrected latency "
                             "is on the load-run dashboard."))
@@ -282,7 +282,7 @@ def load_run() -> dashboard.Dashboard:
         (f"target_scenario:perfkit_load_errors:ratio_rate1m{{{sel}}}", "{{scenario}}"),
     ], "Responses that are not 2xx/3xx/rpc_ok, and failures, over all requests."))
     d = d.with_panel(hm(ids, "Corrected latency heatmap",
-                        f"sum by (le) (increase(perfkit_load_corrected_latency_seconds_bucket{{{sel}}}[$__rate_interval]))",
+                        f"sum by (le) (rate(perfkit_load_corrected_latency_seconds_bucket{{{sel}}}[$__rate_interval]))",
                         "Responses per corrected-latency bucket over time."))
     d = d.with_panel(ts(ids, "Client p99 (corrected) vs server p99", "s", [
         (f"max by (service) (target_scenario:perfkit_load_corrected_latency_seconds:p99_rate1m{{{sel}}})",
