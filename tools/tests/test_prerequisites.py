@@ -62,13 +62,9 @@ def launcher_packages() -> set[str]:
 def owner(path: str) -> str | None:
     """The package that installed `path` (symlinks in the path resolved as dpkg records them), or None."""
     for candidate in dict.fromkeys([path, os.path.realpath(path)]):
-        r = subprocess.run(["dpkg", "-S", candidate], capture_output=True, text=True)
-        if r.returncode == 0:
-            return r.stdout.split(":", 1)[0].split(",")[0].strip()
         # /bin and /lib are symlinks to /usr/... on current Debian; dpkg may have recorded either form
-        alt = re.sub(r"^/usr/(bin|sbin|lib|lib64)/", r"/\1/", candidate)
-        if alt != candidate:
-            r = subprocess.run(["dpkg", "-S", alt], capture_output=True, text=True)
+        for form in dict.fromkeys([candidate, re.sub(r"^/usr/(bin|sbin|lib|lib64)/", r"/\1/", candidate)]):
+            r = subprocess.run(["dpkg", "-S", form], capture_output=True, text=True)
             if r.returncode == 0:
                 return r.stdout.split(":", 1)[0].split(",")[0].strip()
     return None
@@ -103,7 +99,7 @@ def closure(roots: set[str]) -> set[str]:
         seen.add(pkg)
         for group in deps.get(pkg, []):
             present = [alt if alt in deps else provides.get(alt) for alt in group]
-            todo.extend(p for p in present[:1] + present[1:] if p)  # every installed alternative counts
+            todo.extend(p for p in present if p)  # every installed alternative counts
     return seen
 
 

@@ -16,8 +16,7 @@ import subprocess
 import sys
 import time
 
-from bench_push import wait_port
-from bench_ws import HERE, PY, ROOT, env, free_port, pin
+from bench_ws import HERE, PY, ROOT, env, free_port, pin, wait_port
 
 TARGETS = {
     "rpc_app_picows": lambda p: [PY, "-m", "rpc_app", "--server", "picows", "--port", str(p)],

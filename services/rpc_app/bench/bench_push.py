@@ -22,9 +22,7 @@ import subprocess
 import sys
 import time
 
-import socket
-
-from bench_ws import HERE, PY, ROOT, env, free_port, pin
+from bench_ws import HERE, PY, ROOT, env, free_port, pin, wait_port
 
 T_FIELD = re.compile(rb'"t":([0-9.e+-]+)')
 
@@ -86,19 +84,6 @@ async def _clients(args) -> None:
                           "all_delivered": len(lat) == expected}), flush=True)
     for t in subs + [publisher]:
         t.disconnect()
-
-
-def wait_port(port: int, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited: {proc.stderr.read().decode()[-2000:]}")
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError("server did not start")
 
 
 def run_target(name: str, args) -> list[dict]:

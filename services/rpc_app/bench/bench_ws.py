@@ -58,21 +58,32 @@ TARGETS = {
 }
 
 
+def wait_port(port: int, proc: subprocess.Popen, timeout: float = 20) -> None:
+    """Wait until a started server accepts connections on ``port``; RuntimeError if it exits or never does."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            err = proc.stderr.read().decode()[-2000:] if proc.stderr else ""
+            raise RuntimeError(f"server exited: {err}")
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("server did not start")
+
+
 class Server:
     def __init__(self, name):
         self.port = free_port()
         cmd, self.path = TARGETS[name](self.port)
         self.proc = subprocess.Popen(pin(0) + cmd, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      cwd=ROOT)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
-                return
-            except OSError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"{name} did not start")
+        try:
+            wait_port(self.port, self.proc)
+        except RuntimeError as exc:
+            self.stop()
+            raise RuntimeError(f"{name}: {exc}") from None
 
     @property
     def url(self):

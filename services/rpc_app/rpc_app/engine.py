@@ -187,8 +187,13 @@ class Engine:
                 if type(out) is tuple:
                     return self._encode(out)
                 return out
+            if type(msg) is list:  # a small batch: no limit can be broken either
+                if _has_float_id(msg):
+                    _exact_ids(data, msg)
+                return self._batch(msg, session)
         try:
-            msg = self._decode(data)
+            msg = self._parse(data)
+            self._validate(data, msg)
         except _Fail as f:
             return self._fail_bytes(f)
         if type(msg) is dict:
@@ -231,20 +236,6 @@ class Engine:
         return self._executor
 
     # -- parse and validate -----------------------------------------------------------
-    def _decode(self, data):
-        if len(data) <= self._small:  # small: no size limit can be broken (Limits._small)
-            try:
-                msg = _loads(data)
-            except _JSONDecodeError:
-                msg = None  # the general path words the error
-            if type(msg) is dict or type(msg) is list:
-                if _has_float_id(msg):
-                    _exact_ids(data, msg)
-                return msg
-        msg = self._parse(data)
-        self._validate(data, msg)
-        return msg
-
     def _parse(self, data):
         lim = self.limits
         if len(data) > lim.max_message_bytes >> 2 and lim.message_bytes(data) > lim.max_message_bytes:

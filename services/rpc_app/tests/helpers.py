@@ -9,6 +9,8 @@ import sys
 import time
 import urllib.request
 
+import orjson
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -79,3 +81,11 @@ def wait_until(pred, timeout=5.0, step=0.05):
             return True
         time.sleep(step)
     return pred()
+
+
+def req(method, params=None, rid=1) -> str:
+    """A JSON-RPC request's text (params left out when None)."""
+    d = {"jsonrpc": "2.0", "method": method, "id": rid}
+    if params is not None:
+        d["params"] = params
+    return orjson.dumps(d).decode()

@@ -13,16 +13,9 @@ from channels.testing import WebsocketCommunicator
 
 import channels_app
 from channels_app import ChildConsumer, DemoConsumer
-from helpers import child_env, free_port
+from helpers import child_env, free_port, req
 
 pytestmark = pytest.mark.asyncio
-
-
-def req(method, params=None, rid=1):
-    d = {"jsonrpc": "2.0", "method": method, "id": rid}
-    if params is not None:
-        d["params"] = params
-    return orjson.dumps(d).decode()
 
 
 class WithUser:

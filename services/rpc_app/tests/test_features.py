@@ -19,7 +19,7 @@ import trustme
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from helpers import child_env, http_get, metric, run_server
+from helpers import child_env, http_get, metric, req, run_server
 from rpc_app.engine import Engine
 from rpc_app.registry import Registry, collect_marked, rpc_method
 
@@ -31,13 +31,6 @@ T = 10  # seconds: the bound on any single wait
 
 def url(port, scheme="ws"):
     return f"{scheme}://127.0.0.1:{port}/"
-
-
-def req(method, params=None, rid=1):
-    d = {"jsonrpc": "2.0", "method": method, "id": rid}
-    if params is not None:
-        d["params"] = params
-    return orjson.dumps(d).decode()
 
 
 async def recv(ws, timeout=T):

@@ -13,7 +13,7 @@ import pytest
 import websockets
 from websockets.exceptions import ConnectionClosed
 
-from helpers import http_get, metric, run_server, wait_until
+from helpers import http_get, metric, req, run_server, wait_until
 
 pytestmark = pytest.mark.asyncio
 
@@ -30,13 +30,6 @@ def server(request):
 
 def url(port):
     return f"ws://127.0.0.1:{port}/"
-
-
-def req(method, params=None, rid=1):
-    d = {"jsonrpc": "2.0", "method": method, "id": rid}
-    if params is not None:
-        d["params"] = params
-    return orjson.dumps(d).decode()
 
 
 async def call(ws, method, params=None, rid=1):
