@@ -19,15 +19,48 @@ pub struct Args {
     /// Connections to keep open (total, spread over the threads)
     #[arg(short = 'c', long = "connections", default_value_t = 10)]
     pub connections: usize,
-    /// Duration of the measured run, e.g. 10s, 2m, 500ms
-    #[arg(short = 'd', long = "duration", default_value = "10s")]
-    pub duration: String,
+    /// Duration of the measured run, e.g. 10s, 2m, 500ms [default: 10s]
+    #[arg(short = 'd', long = "duration")]
+    pub duration: Option<String>,
     /// Constant throughput in requests/s over all connections
     #[arg(short = 'R', long = "rate", allow_negative_numbers = true)]
     pub rate: Option<f64>,
     /// Closed loop: send as fast as possible (one request in flight per connection)
     #[arg(long = "max")]
     pub max: bool,
+    /// Rate profile instead of -R/-d: RATE@DURATION steps and FROM..TO@DURATION ramps, e.g. 1000@10s,1000..5000@30s
+    #[arg(long = "stages")]
+    pub stages: Option<String>,
+    /// How requests arrive: constant (evenly spaced, wrk2) or poisson (seeded, see --seed)
+    #[arg(long = "arrivals", default_value = "constant", value_parser = ["constant", "poisson"])]
+    pub arrivals: String,
+    /// Seed of the Poisson arrivals (same seed, same schedule)
+    #[arg(long = "seed", default_value_t = 1)]
+    pub seed: u64,
+    /// After the end, wait this long for answers still in flight, e.g. 2s
+    #[arg(long = "drain", default_value = "0s")]
+    pub drain: String,
+    /// Do not record unfinished requests in the corrected histogram (they are still counted)
+    #[arg(long = "no-unfinished-latency")]
+    pub no_unfinished_latency: bool,
+    /// Width of the time-series intervals in the JSON and the --hdr-log
+    #[arg(long = "interval", default_value = "1s")]
+    pub interval: String,
+    /// Write the corrected latency per interval as an HdrHistogram interval log to FILE
+    #[arg(long = "hdr-log", value_name = "FILE")]
+    pub hdr_log: Option<PathBuf>,
+    /// Pass/fail check, e.g. 'p99<5ms', 'errors<0.1%', 'rate>=990', rate_held (repeatable; exit 3 on failure)
+    #[arg(long = "threshold", value_name = "EXPR")]
+    pub thresholds: Vec<String>,
+    /// Send lateness p99 above this marks the rate as not held
+    #[arg(long = "lateness-limit", default_value = "10ms")]
+    pub lateness_limit: String,
+    /// Run share I of N of one logical run (connections j with j % N == I), e.g. 0/2
+    #[arg(long = "segment", value_name = "I/N")]
+    pub segment: Option<String>,
+    /// Start the schedule at this wall-clock time (Unix seconds), to align segments on several hosts
+    #[arg(long = "start-at", value_name = "UNIX_TIME")]
+    pub start_at: Option<f64>,
     /// Add a header to the request, "Name: value" (repeatable)
     #[arg(short = 'H', long = "header")]
     pub headers: Vec<String>,
@@ -116,21 +149,63 @@ pub fn validate(args: &Args) -> Result<Config, String> {
             args.connections, args.threads
         ));
     }
-    let rate = match (args.rate, args.max) {
-        (Some(_), true) => return Err("give either a rate (-R) or --max, not both".into()),
-        (None, false) => return Err("a rate is required: -R/--rate REQ_PER_SEC (or --max for closed loop)".into()),
-        (None, true) => None,
-        (Some(r), false) => {
+    let stages = args.stages.as_deref().map(crate::schedule::parse_stages).transpose()?;
+    let rate = match (args.rate, args.max, &stages) {
+        (_, _, Some(_)) if args.rate.is_some() || args.max || args.duration.is_some() => {
+            return Err("--stages replaces -R, --max and -d: give one or the other".into())
+        }
+        (None, false, Some(_)) => None,
+        (Some(_), true, _) => return Err("give either a rate (-R) or --max, not both".into()),
+        (None, false, None) => {
+            return Err("a rate is required: -R/--rate REQ_PER_SEC (or --max for closed loop, or --stages)".into())
+        }
+        (None, true, _) => None,
+        (Some(r), false, _) => {
             if !(r.is_finite() && r > 0.0) {
                 return Err(format!("rate (-R) must be a positive number, got {r}"));
             }
             Some(r)
         }
     };
-    let duration = parse_duration(&args.duration)?;
+    let duration = match &stages {
+        Some(st) => Duration::from_secs_f64(st.iter().map(|s| s.duration).sum()),
+        None => parse_duration(args.duration.as_deref().unwrap_or("10s"))?,
+    };
     if duration.is_zero() {
         return Err("duration (-d) must be > 0".into());
     }
+    if args.max && args.arrivals == "poisson" {
+        return Err("--arrivals poisson needs a rate (-R or --stages), not --max".into());
+    }
+    let segment = args.segment.as_deref().map(crate::schedule::parse_segment).transpose()?.unwrap_or((0, 1));
+    if args.connections < segment.1 {
+        return Err(format!("connections (-c {}) must be >= the segment count {}", args.connections, segment.1));
+    }
+    let mine = crate::schedule::connections_of_segment(segment.0, segment.1, args.connections).len();
+    if mine < args.threads {
+        return Err(format!(
+            "connections (-c {}) must be >= threads (-t {}) in each segment (this one runs {mine})",
+            args.connections, args.threads
+        ));
+    }
+    if let Some(t) = args.start_at {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs_f64();
+        if !t.is_finite() || t < now - 1.0 {
+            return Err(format!("--start-at {t} is in the past (now is {now:.3})"));
+        }
+        if t > now + 86_400.0 {
+            return Err(format!("--start-at {t} is more than a day away"));
+        }
+    }
+    for t in &args.thresholds {
+        crate::thresholds::parse(t)?;
+    }
+    let drain = parse_duration(&args.drain)?;
+    let interval = parse_duration(&args.interval)?;
+    if interval < Duration::from_millis(1) {
+        return Err("--interval must be at least 1ms".into());
+    }
+    let lateness_limit = parse_duration(&args.lateness_limit)?;
     let warmup = parse_duration(&args.warmup)?;
     let timeout = parse_duration(&args.timeout)?;
     if timeout.is_zero() {
@@ -174,10 +249,21 @@ pub fn validate(args: &Args) -> Result<Config, String> {
         duration,
         warmup,
         rate,
+        stages,
+        arrivals: match args.arrivals.as_str() {
+            "poisson" => crate::schedule::Arrivals::Poisson { seed: args.seed },
+            _ => crate::schedule::Arrivals::Constant,
+        },
         headers,
         method: args.method.to_ascii_uppercase(),
         body,
         timeout,
+        drain,
+        record_unfinished: !args.no_unfinished_latency,
+        interval,
+        lateness_limit,
+        segment,
+        start_at: args.start_at,
         scenario: args.scenario.clone(),
         metrics_addr,
     })
@@ -193,40 +279,151 @@ fn resolve_addr(a: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| "resolves to no address".to_string())
 }
 
-/// The whole program: parse `argv`, run, print. Returns the exit status
-/// (0 ok, 1 setup/run failure, 2 bad flags).
+/// `perfkit-load merge`: add the results of the segments of one run.
+#[derive(Parser, Debug)]
+#[command(name = "perfkit-load merge", about = "Add the --json results of the segments of one run (lossless)")]
+pub struct MergeArgs {
+    /// Result files written with --json by the segments of one run
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Write the merged result as JSON to FILE
+    #[arg(long = "json", value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the merged interval log to FILE
+    #[arg(long = "hdr-log", value_name = "FILE")]
+    pub hdr_log: Option<PathBuf>,
+    /// Pass/fail check on the merged result (repeatable; exit 3 on failure)
+    #[arg(long = "threshold", value_name = "EXPR")]
+    pub thresholds: Vec<String>,
+    /// Print the corrected latency distribution and percentile spectrum
+    #[arg(short = 'L', long = "latency")]
+    pub latency: bool,
+    /// Print the uncorrected latency distribution and percentile spectrum
+    #[arg(short = 'U', long = "u_latency")]
+    pub u_latency: bool,
+}
+
+/// Where the result goes after a run or a merge.
+struct Outputs<'a> {
+    json: Option<&'a PathBuf>,
+    hdr_log: Option<&'a PathBuf>,
+    thresholds: &'a [String],
+    latency: bool,
+    u_latency: bool,
+}
+
+/// Parse flags with clap; `Err(code)` when it printed help, the version or an error.
+fn parse_flags<P: Parser>(argv: Vec<std::ffi::OsString>, out: &mut dyn Write, err: &mut dyn Write) -> Result<P, i32> {
+    P::try_parse_from(argv).map_err(|e| {
+        let text = e.render().to_string();
+        if e.use_stderr() {
+            let _ = write!(err, "{text}");
+            2
+        } else {
+            let _ = write!(out, "{text}");
+            0
+        }
+    })
+}
+
+/// Fail on an output path that can't be written before any load.
+fn check_writable(paths: &[Option<&PathBuf>]) -> Result<(), String> {
+    for p in paths.iter().flatten() {
+        std::fs::File::create(p).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+    }
+    Ok(())
+}
+
+/// Check the thresholds, print the report, write the files. Returns the exit status.
+fn finish(mut result: crate::report::RunResult, rec: &crate::recording::Recorder, o: &Outputs, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let parsed: Vec<_> = o.thresholds.iter().map(|t| crate::thresholds::parse(t).expect("validated")).collect();
+    result.thresholds = crate::thresholds::evaluate(&parsed, &result);
+    let text = crate::report::render_text(&result, rec, o.latency, o.u_latency);
+    let _ = write!(out, "{text}");
+    if let Some(p) = o.json {
+        let json = serde_json::to_string_pretty(&result).expect("serializable");
+        if let Err(e) = std::fs::write(p, json + "\n") {
+            let _ = writeln!(err, "perfkit-load: error: cannot write {}: {e}", p.display());
+            return 1;
+        }
+    }
+    if let Some(p) = o.hdr_log {
+        let written = std::fs::File::create(p).and_then(|mut f| crate::report::write_hdr_log(&result, rec, &mut f));
+        if let Err(e) = written {
+            let _ = writeln!(err, "perfkit-load: error: cannot write {}: {e}", p.display());
+            return 1;
+        }
+    }
+    for w in &result.warnings {
+        let _ = writeln!(err, "perfkit-load: warning: {w}");
+    }
+    if result.thresholds.iter().any(|t| !t.passed) {
+        let failed: Vec<&str> = result.thresholds.iter().filter(|t| !t.passed).map(|t| t.expr.as_str()).collect();
+        let _ = writeln!(err, "perfkit-load: thresholds failed: {}", failed.join(", "));
+        return 3;
+    }
+    0
+}
+
+fn merge_main(argv: Vec<std::ffi::OsString>, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let args: MergeArgs = match parse_flags(argv, out, err) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    let merged = (|| {
+        for t in &args.thresholds {
+            crate::thresholds::parse(t)?;
+        }
+        check_writable(&[args.json.as_ref(), args.hdr_log.as_ref()])?;
+        crate::merge::merge_results(&crate::merge::read_results(&args.files)?)
+    })();
+    let (result, rec) = match merged {
+        Ok(m) => m,
+        Err(m) => {
+            let _ = writeln!(err, "perfkit-load merge: error: {m}");
+            return 2;
+        }
+    };
+    let _ = writeln!(
+        out,
+        "Merged {} results of run {} (segments {:?} of {})",
+        args.files.len(),
+        result.info.run_id,
+        result.info.segment.index,
+        result.info.segment.count
+    );
+    let o = Outputs {
+        json: args.json.as_ref(),
+        hdr_log: args.hdr_log.as_ref(),
+        thresholds: &args.thresholds,
+        latency: args.latency,
+        u_latency: args.u_latency,
+    };
+    finish(result, &rec, &o, out, err)
+}
+
+/// The whole program: parse `argv`, run (or `merge`), print. Returns the exit status
+/// (0 ok, 1 setup/run failure, 2 bad flags, 3 a threshold failed).
 pub fn main_with<I, T>(argv: I, out: &mut dyn Write, err: &mut dyn Write) -> i32
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let args = match Args::try_parse_from(argv) {
+    let argv: Vec<std::ffi::OsString> = argv.into_iter().map(Into::into).collect();
+    if argv.get(1).is_some_and(|a| a == "merge") {
+        return merge_main(argv[1..].to_vec(), out, err);
+    }
+    let args: Args = match parse_flags(argv, out, err) {
         Ok(a) => a,
-        Err(e) => {
-            let text = e.render().to_string();
-            return if e.use_stderr() {
-                let _ = write!(err, "{text}");
-                2
-            } else {
-                let _ = write!(out, "{text}");
-                0
-            };
-        }
+        Err(code) => return code,
     };
-    let cfg = match validate(&args) {
+    let cfg = match validate(&args).and_then(|c| check_writable(&[args.json.as_ref(), args.hdr_log.as_ref()]).map(|_| c)) {
         Ok(c) => c,
         Err(m) => {
             let _ = writeln!(err, "perfkit-load: error: {m}");
             return 2;
         }
     };
-    // Fail on an unwritable JSON path before any load.
-    if let Some(p) = &args.json {
-        if let Err(e) = std::fs::File::create(p) {
-            let _ = writeln!(err, "perfkit-load: error: cannot write {}: {e}", p.display());
-            return 2;
-        }
-    }
     let _ = writeln!(
         out,
         "Running {} test @ {}{}",
@@ -234,7 +431,8 @@ where
         cfg.url,
         if cfg.warmup.is_zero() { String::new() } else { format!(" (after {} warm-up)", humantime(cfg.warmup)) }
     );
-    let _ = writeln!(out, "  {} threads and {} connections", cfg.threads, cfg.connections);
+    let segment = if cfg.segment.1 > 1 { format!(" (segment {}/{})", cfg.segment.0, cfg.segment.1) } else { String::new() };
+    let _ = writeln!(out, "  {} threads and {} connections{segment}", cfg.threads, cfg.connections);
     let _ = out.flush();
     let output = match crate::run(&cfg) {
         Ok(o) => o,
@@ -246,16 +444,14 @@ where
             };
         }
     };
-    let text = crate::report::render_text(&output.result, &output.merged, args.latency, args.u_latency);
-    let _ = write!(out, "{text}");
-    if let Some(p) = &args.json {
-        let json = serde_json::to_string_pretty(&output.result).expect("serializable");
-        if let Err(e) = std::fs::write(p, json + "\n") {
-            let _ = writeln!(err, "perfkit-load: error: cannot write {}: {e}", p.display());
-            return 1;
-        }
-    }
-    0
+    let o = Outputs {
+        json: args.json.as_ref(),
+        hdr_log: args.hdr_log.as_ref(),
+        thresholds: &args.thresholds,
+        latency: args.latency,
+        u_latency: args.u_latency,
+    };
+    finish(output.result, &output.merged, &o, out, err)
 }
 
 fn humantime(d: Duration) -> String {

@@ -1,18 +1,16 @@
 //! HTTP/1.1 keep-alive client connection: one request in flight per connection (wrk2 model),
 //! responses parsed with `httparse` (Content-Length, chunked, read-until-close bodies).
 
-use std::cell::RefCell;
 use std::io;
 use std::net::SocketAddr;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::recording::{Outcome, Recorder};
-use crate::schedule::Pacer;
+use crate::driver::Driver;
+use crate::recording::Outcome;
 
 const MAX_HEADERS: usize = 100;
 const MAX_HEAD_BYTES: usize = 64 * 1024;
@@ -300,92 +298,50 @@ impl HttpConn {
     }
 }
 
-/// Back-off between reconnect attempts: 10 ms doubling up to 1 s.
-pub(crate) struct Backoff(Duration);
-
-impl Backoff {
-    pub(crate) fn new() -> Backoff {
-        Backoff(Duration::from_millis(10))
-    }
-    pub(crate) fn reset(&mut self) {
-        self.0 = Duration::from_millis(10);
-    }
-    pub(crate) fn next(&mut self) -> Duration {
-        let d = self.0;
-        self.0 = (self.0 * 2).min(Duration::from_secs(1));
-        d
-    }
-}
-
-/// Drive one connection for the whole run.
-pub async fn run_connection(
-    initial: HttpConn,
-    target: Arc<HttpTarget>,
-    pacer: Pacer,
-    timeout: Duration,
-    end: Instant,
-    rec: Rc<RefCell<Recorder>>,
-) {
-    let end_t = tokio::time::Instant::from_std(end);
+/// Drive one connection for the whole run: one request in flight at a time, on the driver's schedule.
+pub async fn run_connection(initial: HttpConn, target: Arc<HttpTarget>, mut d: Driver, timeout: Duration) {
     let mut conn = Some(initial);
-    let mut backoff = Backoff::new();
-    let mut k: u64 = 0;
-    loop {
-        let intended = pacer.intended(k);
-        if intended.map_or(Instant::now(), |t| t) >= end {
-            break;
-        }
+    while let Some(intended) = d.peek() {
         if conn.is_none() {
-            match tokio::time::timeout_at(end_t, HttpConn::connect(target.addr)).await {
-                Err(_) => break,
-                Ok(Ok(c)) => conn = Some(c),
-                Ok(Err(_)) => {
-                    let now = Instant::now();
-                    rec.borrow_mut().error(Outcome::ConnectError, now);
-                    let wake = (now + backoff.next()).min(end);
-                    tokio::time::sleep_until(tokio::time::Instant::from_std(wake)).await;
-                    continue;
-                }
-            }
+            conn = d.reconnect(HttpConn::connect(target.addr)).await;
+            continue;
         }
-        if let Some(t) = intended {
-            if t > Instant::now() {
-                tokio::time::sleep_until(tokio::time::Instant::from_std(t)).await;
-            }
-        }
+        d.wait_until(intended).await;
+        let intended = d.take();
         let c = conn.as_mut().unwrap();
         let sent = Instant::now();
-        let intended = intended.unwrap_or(sent);
-        let deadline = (sent + timeout).min(end);
+        d.rec().sent(intended, sent);
+        let deadline = (sent + timeout).min(d.stop);
         let result = tokio::time::timeout_at(tokio::time::Instant::from_std(deadline), async {
-            c.send(&target.request).await.map_err(|e| (Outcome::WriteError, e.to_string()))?;
-            c.read_response(target.head).await.map_err(|e| (Outcome::ReadError, e.to_string()))
+            c.send(&target.request).await.map_err(|_| Outcome::WriteError)?;
+            c.read_response(target.head).await.map_err(|_| Outcome::ReadError)
         })
         .await;
         let done = Instant::now();
         match result {
             Ok(Ok(info)) => {
-                rec.borrow_mut().response(Outcome::of_status(info.status), intended, sent, done, info.bytes);
-                backoff.reset();
+                d.rec().completed(Outcome::of_status(info.status), intended, sent, done, info.bytes);
+                d.connected_ok();
                 if info.close {
                     conn = None;
                 }
             }
-            Ok(Err((outcome, _msg))) => {
-                rec.borrow_mut().error(outcome, done);
+            Ok(Err(outcome)) => {
+                d.rec().failed(outcome, intended);
                 conn = None;
                 // A server that resets connections: don't spin, back off before reconnecting.
-                let wake = (done + backoff.next()).min(end);
-                tokio::time::sleep_until(tokio::time::Instant::from_std(wake)).await;
+                d.back_off().await;
+            }
+            Err(_) if deadline < sent + timeout => {
+                // The run stopped with this request in flight.
+                d.finish([(intended, sent)]);
+                return;
             }
             Err(_) => {
-                if done >= end {
-                    break;
-                }
-                rec.borrow_mut().error(Outcome::Timeout, done);
+                d.rec().timed_out(intended, sent, sent + timeout);
                 conn = None;
             }
         }
-        k += 1;
     }
+    d.finish([]);
 }

@@ -1,24 +1,31 @@
 //! perfkit-load: a constant-rate (wrk2-model) load engine for HTTP/1.1 and WebSocket JSON-RPC.
 //!
 //! Modules, one concern each:
-//! - [`schedule`]: pacing, when each request of each connection is meant to go out;
+//! - [`schedule`]: pacing, when each request of each connection is meant to go out (rate profile,
+//!   stages, constant or Poisson arrivals, segments);
+//! - [`driver`]: what every connection loop shares (schedule, reconnects, end-of-run accounting);
 //! - [`http`]: HTTP/1.1 keep-alive connection (request rendering, response parsing, the per-connection loop);
 //! - [`ws`]: WebSocket JSON-RPC connection (ids, matching, many calls in flight);
-//! - [`recording`]: per-thread HdrHistograms (corrected and uncorrected latency) and outcome counts;
-//! - [`report`]: JSON result and wrk2-style text;
+//! - [`recording`]: per-thread HdrHistograms and outcome counts (total, per stage, per interval);
+//! - [`report`]: JSON result, HdrHistogram interval log and wrk2-style text;
+//! - [`thresholds`]: `--threshold` pass/fail checks;
+//! - [`merge`]: adding the results of the segments of one run;
 //! - [`metrics`]: live Prometheus endpoint;
 //! - [`cli`]: flags, validation and the program's `main`.
 //!
 //! [`run`] is the engine: it opens every connection first (an unreachable target fails before any
 //! load), then starts all threads on one common start time and stops them all at the end of the
-//! duration.
+//! duration (plus `--drain`).
 
 pub mod cli;
+pub mod driver;
 pub mod http;
+pub mod merge;
 pub mod metrics;
 pub mod recording;
 pub mod report;
 pub mod schedule;
+pub mod thresholds;
 pub mod ws;
 
 use std::cell::RefCell;
@@ -27,11 +34,12 @@ use std::rc::Rc;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::driver::Driver;
 use crate::http::{HttpConn, HttpTarget};
 use crate::metrics::{LiveMetrics, MetricsServer};
-use crate::recording::{Recorder, Window};
-use crate::report::{RunInfo, RunResult};
-use crate::schedule::Pacer;
+use crate::recording::{Observer, Recorder, Window};
+use crate::report::{RunInfo, RunResult, Segment};
+use crate::schedule::{Arrivals, Pacer, Profile, Schedule, Stage};
 use crate::ws::{RpcTemplate, WsTarget};
 
 /// Which protocol the connections speak.
@@ -48,15 +56,31 @@ pub struct Config {
     pub mode: Mode,
     pub threads: usize,
     pub connections: usize,
+    /// Measured duration (with `stages`: their total).
     pub duration: Duration,
     pub warmup: Duration,
-    /// Total requests per second; `None` = closed loop (`--max`).
+    /// Total requests per second; `None` = closed loop (`--max`), unless `stages` is set.
     pub rate: Option<f64>,
+    /// A rate profile instead of one constant rate (`--stages`).
+    pub stages: Option<Vec<Stage>>,
+    pub arrivals: Arrivals,
     pub headers: Vec<(String, String)>,
     pub method: String,
     /// HTTP request body, or the JSON-RPC call template in WebSocket mode.
     pub body: Vec<u8>,
     pub timeout: Duration,
+    /// How long to wait for answers still in flight after the end (`--drain`).
+    pub drain: Duration,
+    /// Record unfinished requests in the corrected histogram at their lower bound.
+    pub record_unfinished: bool,
+    /// Width of a time-series interval (`--interval`).
+    pub interval: Duration,
+    /// Send lateness p99 above this means the schedule was not held.
+    pub lateness_limit: Duration,
+    /// This process's share of the run: `(index, count)` (`--segment I/N`).
+    pub segment: (usize, usize),
+    /// Wall-clock time (Unix seconds) at which the schedule starts (`--start-at`).
+    pub start_at: Option<f64>,
     pub scenario: String,
     pub metrics_addr: Option<SocketAddr>,
 }
@@ -74,13 +98,40 @@ impl Config {
             duration: Duration::from_secs(10),
             warmup: Duration::ZERO,
             rate,
+            stages: None,
+            arrivals: Arrivals::Constant,
             headers: Vec::new(),
             method: "GET".into(),
             body: Vec::new(),
             timeout: Duration::from_secs(2),
+            drain: Duration::ZERO,
+            record_unfinished: true,
+            interval: Duration::from_secs(1),
+            lateness_limit: Duration::from_millis(10),
+            segment: (0, 1),
+            start_at: None,
             scenario: "default".into(),
             metrics_addr: None,
         })
+    }
+
+    /// The measured stages; `None` in closed-loop mode.
+    pub fn measured_stages(&self) -> Option<Vec<Stage>> {
+        match (&self.stages, self.rate) {
+            (Some(s), _) => Some(s.clone()),
+            (None, Some(r)) => Some(vec![Stage { from: r, to: r, duration: self.duration.as_secs_f64() }]),
+            (None, None) => None,
+        }
+    }
+
+    /// The whole schedule's profile: the warm-up at the first stage's starting rate, then the stages.
+    fn profile(&self) -> Option<Profile> {
+        let mut stages = self.measured_stages()?;
+        if !self.warmup.is_zero() {
+            let r = stages[0].from;
+            stages.insert(0, Stage { from: r, to: r, duration: self.warmup.as_secs_f64() });
+        }
+        Some(Profile::new(stages))
     }
 }
 
@@ -183,21 +234,27 @@ async fn open(target: &Target) -> Result<Conn, String> {
     }
 }
 
+/// When the schedule starts, and the measured window relative to it.
+#[derive(Clone)]
+struct Timing {
+    start: Instant,
+    window: Window,
+}
+
 struct WorkerPlan {
     conns: Vec<usize>,
     connections: usize,
-    rate: Option<f64>,
-    warmup: Duration,
-    duration: Duration,
+    profile: Option<Arc<Profile>>,
+    arrivals: Arrivals,
     timeout: Duration,
-    live: Option<Arc<LiveMetrics>>,
+    observer: Option<Arc<dyn Observer>>,
 }
 
 fn worker(
     plan: WorkerPlan,
     target: Target,
     ready: mpsc::Sender<Result<(), String>>,
-    start_rx: tokio::sync::oneshot::Receiver<Option<Instant>>,
+    start_rx: tokio::sync::oneshot::Receiver<Option<Timing>>,
 ) -> Recorder {
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -228,33 +285,29 @@ fn worker(
             }
         }
         let _ = ready.send(Ok(()));
-        let Ok(Some(start)) = start_rx.await else {
+        let Ok(Some(timing)) = start_rx.await else {
             return Recorder::default();
         };
-        let measure_start = start + plan.warmup;
-        let end = measure_start + plan.duration;
-        let rec = Rc::new(RefCell::new(Recorder::new(Some(Window { measure_start, end }), plan.live.clone())));
+        let scheduled = plan.profile.is_some();
+        let rec = Rc::new(RefCell::new(Recorder::new(timing.window.clone(), scheduled, plan.observer.clone())));
         let mut tasks = Vec::new();
         for (conn, &index) in conns.into_iter().zip(plan.conns.iter()) {
-            let pacer = match plan.rate {
-                Some(r) => Pacer::rate(start, r, index, plan.connections),
+            let pacer = match &plan.profile {
+                Some(p) => Pacer::Scheduled(Schedule::new(timing.start, p.clone(), plan.arrivals, index, plan.connections)),
                 None => Pacer::Max,
             };
-            let rec = rec.clone();
-            let timeout = plan.timeout;
+            let d = Driver::new(pacer, rec.clone(), plan.timeout);
             let handle = match (conn, &target) {
                 (Conn::Http(c), Target::Http(t)) => {
-                    tokio::task::spawn_local(http::run_connection(c, t.clone(), pacer, timeout, end, rec))
+                    tokio::task::spawn_local(http::run_connection(c, t.clone(), d, plan.timeout))
                 }
                 (Conn::Ws(s), Target::Ws(t)) => tokio::task::spawn_local(ws::run_connection(
                     *s,
                     t.clone(),
-                    pacer,
+                    d,
                     index,
                     plan.connections,
-                    timeout,
-                    end,
-                    rec,
+                    plan.timeout,
                 )),
                 _ => unreachable!(),
             };
@@ -267,26 +320,137 @@ fn worker(
     })
 }
 
-/// Run the load described by `cfg` and return the merged result.
-///
-/// Every connection is opened before the load starts; if any can't be opened the run fails with
-/// [`LoadError::Setup`] and no request is sent. The run always ends at `warmup + duration` after
-/// the common start time.
-pub fn run(cfg: &Config) -> Result<RunOutput, LoadError> {
-    if cfg.threads == 0 || cfg.connections < cfg.threads {
-        return Err(LoadError::Usage("connections must be >= threads >= 1".into()));
+fn unix_now() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs_f64()
+}
+
+/// Check what [`cli::validate`] also checks, for configurations built in code.
+fn check(cfg: &Config) -> Result<(), LoadError> {
+    let (index, count) = cfg.segment;
+    if cfg.threads == 0 || count == 0 || index >= count {
+        return Err(LoadError::Usage("threads must be >= 1 and the segment I/N must have I < N".into()));
+    }
+    let mine = cfg.connections / count + usize::from(index < cfg.connections % count);
+    if mine < cfg.threads {
+        return Err(LoadError::Usage(format!(
+            "connections must be >= threads >= 1 (this process runs {mine} of {} connections on {} threads)",
+            cfg.connections, cfg.threads
+        )));
     }
     if let Some(r) = cfg.rate {
         if !(r.is_finite() && r > 0.0) {
             return Err(LoadError::Usage(format!("rate must be a positive number, got {r}")));
         }
     }
-    if cfg.duration.is_zero() {
-        return Err(LoadError::Usage("duration must be > 0".into()));
+    if cfg.duration.is_zero() || cfg.interval.is_zero() {
+        return Err(LoadError::Usage("duration and interval must be > 0".into()));
     }
+    if let Some(t) = cfg.start_at {
+        if t < unix_now() - 1.0 {
+            return Err(LoadError::Usage(format!("--start-at {t} is in the past")));
+        }
+    }
+    Ok(())
+}
+
+/// The settings that make results parts of one logical run. A stable FNV-1a hash, written here
+/// because std's hasher may change between Rust versions and segments may run different builds.
+fn run_id(cfg: &Config, wall_start: f64) -> String {
+    let key = format!(
+        "{}|{:?}|{}|{:?}|{:?}|{}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{}",
+        cfg.url,
+        cfg.mode,
+        cfg.method,
+        cfg.headers,
+        cfg.body,
+        cfg.connections,
+        cfg.measured_stages(),
+        cfg.arrivals,
+        cfg.warmup,
+        cfg.timeout,
+        cfg.drain,
+        cfg.interval,
+        cfg.record_unfinished,
+        cfg.segment.1,
+        // Segments of one run share --start-at; runs without it are never parts of another.
+        cfg.start_at.map_or(format!("{wall_start}/{}", std::process::id()), |t| t.to_string()),
+    );
+    let hash = key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
+    format!("{hash:016x}")
+}
+
+fn run_info(cfg: &Config, wall_start: f64) -> RunInfo {
+    let stages = cfg.measured_stages().unwrap_or_default();
+    RunInfo {
+        target: cfg.url.to_string(),
+        scenario: cfg.scenario.clone(),
+        mode: match cfg.mode {
+            Mode::Http => "http",
+            Mode::Ws => "ws",
+        }
+        .into(),
+        method: if cfg.mode == Mode::Ws { "JSON-RPC".into() } else { cfg.method.clone() },
+        threads: cfg.threads,
+        connections: cfg.connections,
+        duration_s: if stages.is_empty() { cfg.duration.as_secs_f64() } else { stages.iter().map(|s| s.duration).sum() },
+        warmup_s: cfg.warmup.as_secs_f64(),
+        timeout_s: cfg.timeout.as_secs_f64(),
+        drain_s: cfg.drain.as_secs_f64(),
+        arrivals: match cfg.arrivals {
+            Arrivals::Constant => "constant".into(),
+            Arrivals::Poisson { .. } => "poisson".into(),
+        },
+        seed: match cfg.arrivals {
+            Arrivals::Constant => None,
+            Arrivals::Poisson { seed } => Some(seed),
+        },
+        profile: stages,
+        interval_s: cfg.interval.as_secs_f64(),
+        lateness_limit_us: cfg.lateness_limit.as_micros() as u64,
+        start_unix_s: wall_start + cfg.warmup.as_secs_f64(),
+        run_id: run_id(cfg, wall_start),
+        segment: Segment { index: vec![cfg.segment.0], count: cfg.segment.1 },
+    }
+}
+
+/// The common start: now (+2 ms for the threads to get the news), or `--start-at`.
+fn start_time(cfg: &Config) -> (Instant, f64) {
+    let now = unix_now();
+    let wall = cfg.start_at.unwrap_or(now + 0.002).max(now);
+    (Instant::now() + Duration::from_secs_f64(wall - now), wall)
+}
+
+fn timing(cfg: &Config, start: Instant) -> Timing {
+    let measure_start = start + cfg.warmup;
+    let mut stage_ends = Vec::new();
+    let mut t = measure_start;
+    for s in cfg.measured_stages().unwrap_or_default() {
+        t += Duration::from_secs_f64(s.duration);
+        stage_ends.push(t);
+    }
+    let end = if stage_ends.is_empty() { measure_start + cfg.duration } else { t };
+    let window = Window {
+        measure_start,
+        end,
+        stop: end + cfg.drain,
+        stage_ends,
+        interval: cfg.interval,
+        record_unfinished: cfg.record_unfinished,
+    };
+    Timing { start, window }
+}
+
+/// Run the load described by `cfg` and return the merged result.
+///
+/// Every connection is opened before the load starts; if any can't be opened the run fails with
+/// [`LoadError::Setup`] and no request is sent. The run always ends at `warmup + duration` after
+/// the common start time; answers are awaited until `--drain` after that.
+pub fn run(cfg: &Config) -> Result<RunOutput, LoadError> {
+    check(cfg)?;
     let addr = resolve(&cfg.url)?;
     let target_label = cfg.url.to_string();
-    let live = cfg.metrics_addr.map(|_| Arc::new(LiveMetrics::new(&target_label, &cfg.scenario, cfg.rate)));
+    let target_rate = cfg.measured_stages().map(|s| schedule::mean_rate(&s));
+    let live = cfg.metrics_addr.map(|_| Arc::new(LiveMetrics::new(&target_label, &cfg.scenario, target_rate)));
     let _server = match (cfg.metrics_addr, &live) {
         (Some(a), Some(l)) => Some(
             MetricsServer::start(a, l.clone())
@@ -294,19 +458,19 @@ pub fn run(cfg: &Config) -> Result<RunOutput, LoadError> {
         ),
         _ => None,
     };
-
+    let profile = cfg.profile().map(Arc::new);
+    let mine = schedule::connections_of_segment(cfg.segment.0, cfg.segment.1, cfg.connections);
     let (ready_tx, ready_rx) = mpsc::channel();
     let mut starts = Vec::new();
     let mut handles = Vec::new();
     for t in 0..cfg.threads {
         let plan = WorkerPlan {
-            conns: schedule::connections_of_thread(t, cfg.threads, cfg.connections),
+            conns: schedule::connections_of_thread(t, cfg.threads, &mine),
             connections: cfg.connections,
-            rate: cfg.rate,
-            warmup: cfg.warmup,
-            duration: cfg.duration,
+            profile: profile.clone(),
+            arrivals: cfg.arrivals,
             timeout: cfg.timeout,
-            live: live.clone(),
+            observer: live.clone().map(|l| l as Arc<dyn Observer>),
         };
         let target = build_target(cfg, addr)?;
         let (start_tx, start_rx) = tokio::sync::oneshot::channel();
@@ -331,37 +495,19 @@ pub fn run(cfg: &Config) -> Result<RunOutput, LoadError> {
             }
         }
     }
-    let start = Instant::now() + Duration::from_millis(2);
-    let wall = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs_f64()
-        + 0.002
-        + cfg.warmup.as_secs_f64();
+    let (start, wall) = start_time(cfg);
+    let timing = timing(cfg, start);
     for s in starts {
-        let _ = s.send(if failure.is_none() { Some(start) } else { None });
+        let _ = s.send(if failure.is_none() { Some(timing.clone()) } else { None });
     }
     if let Some(l) = &live {
-        l.start_measurement(start + cfg.warmup);
+        l.start_measurement(timing.window.measure_start);
     }
     let per_thread: Vec<Recorder> = handles.into_iter().map(|h| h.join().unwrap_or_default()).collect();
     if let Some(e) = failure {
         return Err(LoadError::Setup(format!("cannot connect to {} ({addr}): {e}", cfg.url)));
     }
     let merged = recording::merge_all(per_thread.iter());
-    let info = RunInfo {
-        target: &target_label,
-        scenario: &cfg.scenario,
-        mode: match cfg.mode {
-            Mode::Http => "http",
-            Mode::Ws => "ws",
-        },
-        method: if cfg.mode == Mode::Ws { "JSON-RPC" } else { &cfg.method },
-        threads: cfg.threads,
-        connections: cfg.connections,
-        duration_s: cfg.duration.as_secs_f64(),
-        warmup_s: cfg.warmup.as_secs_f64(),
-        timeout_s: cfg.timeout.as_secs_f64(),
-        target_rate: cfg.rate,
-        start_unix_s: wall,
-    };
-    let result = report::build_result(&info, &merged);
+    let result = report::build_result(&run_info(cfg, wall), &merged);
     Ok(RunOutput { result, merged, per_thread })
 }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use prometheus::{Encoder, Gauge, Histogram, HistogramOpts, IntCounterVec, Opts, Registry, TextEncoder};
 
-use crate::recording::Outcome;
+use crate::recording::{Observer, Outcome};
 
 /// The kit's latency bucket layout in seconds (25 µs … 10 s).
 pub const LATENCY_BUCKETS: [f64; 18] = [
@@ -40,7 +40,7 @@ impl LiveMetrics {
         let registry = Registry::new();
         let labels = |o: Opts| o.const_label("target", target).const_label("scenario", scenario);
         let requests = IntCounterVec::new(
-            labels(Opts::new("perfkit_load_requests_total", "Requests by outcome (responses and errors)")),
+            labels(Opts::new("perfkit_load_requests_total", "Intended requests by outcome (answers, errors, timeouts, unfinished)")),
             &["outcome"],
         )
         .unwrap();
@@ -94,17 +94,6 @@ impl LiveMetrics {
         *self.measure_start.lock().unwrap() = Some(at);
     }
 
-    pub fn observe(&self, outcome: Outcome, corrected_s: f64, uncorrected_s: f64) {
-        self.requests.with_label_values(&[outcome.name()]).inc();
-        self.corrected.observe(corrected_s);
-        self.uncorrected.observe(uncorrected_s);
-        self.responses.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub fn count(&self, outcome: Outcome) {
-        self.requests.with_label_values(&[outcome.name()]).inc();
-    }
-
     /// The exposition text (Prometheus text format 0.0.4).
     pub fn render(&self) -> String {
         let start = *self.measure_start.lock().unwrap();
@@ -118,6 +107,21 @@ impl LiveMetrics {
         let mut out = Vec::new();
         TextEncoder::new().encode(&self.registry.gather(), &mut out).unwrap();
         String::from_utf8(out).unwrap()
+    }
+}
+
+impl Observer for LiveMetrics {
+    fn observe(&self, outcome: Outcome, corrected_s: Option<f64>, uncorrected_s: Option<f64>) {
+        self.requests.with_label_values(&[outcome.name()]).inc();
+        if let Some(c) = corrected_s {
+            self.corrected.observe(c);
+        }
+        if let Some(u) = uncorrected_s {
+            self.uncorrected.observe(u);
+        }
+        if outcome.is_response() {
+            self.responses.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 

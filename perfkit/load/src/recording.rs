@@ -1,14 +1,14 @@
-//! Recording: per-thread HdrHistograms of corrected and uncorrected latency plus outcome counts.
+//! Recording: per-thread HdrHistograms and outcome counts, with the accounting invariant.
 //!
-//! Every worker thread owns one [`Recorder`]; they are merged at the end of the run. Values are
-//! microseconds, the histograms track 1 µs … 1 h with 3 significant digits.
+//! Every request intended inside the measured window `[measure_start, end)` ends in exactly one
+//! [`Outcome`], so `intended == sum of outcomes`. Requests are filed by their intended time: into
+//! the run's total, their stage, and their time-series interval. Latencies are microseconds; the
+//! histograms track 1 µs … 1 h with 3 significant digits (interval histograms resize as needed).
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-
-use crate::metrics::LiveMetrics;
 
 /// Lowest and highest trackable latency in microseconds, and the precision.
 pub const HIST_LOW_US: u64 = 1;
@@ -20,7 +20,14 @@ pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(HIST_LOW_US, HIST_HIGH_US, HIST_SIGFIG).expect("valid bounds")
 }
 
-/// What happened to one request (or connection attempt).
+/// A small histogram that grows to the largest value recorded (for the many interval histograms).
+pub fn new_growing_histogram() -> Histogram<u64> {
+    let mut h = Histogram::new_with_bounds(HIST_LOW_US, 2, HIST_SIGFIG).expect("valid bounds");
+    h.auto(true);
+    h
+}
+
+/// How one intended request ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Outcome {
     Status2xx,
@@ -33,12 +40,14 @@ pub enum Outcome {
     RpcOk,
     /// WebSocket JSON-RPC: a response with `error`.
     RpcError,
+    /// The connection for this request could not be opened.
     ConnectError,
     ReadError,
     WriteError,
+    /// No answer within `--timeout` (recorded at its timeout latency).
     Timeout,
-    /// WebSocket JSON-RPC: a message whose id matches no call in flight (or no id at all).
-    Unmatched,
+    /// In flight or never sent when the run stopped (recorded at its lower bound, stop − intended).
+    Unfinished,
 }
 
 impl Outcome {
@@ -54,7 +63,7 @@ impl Outcome {
         Outcome::ReadError,
         Outcome::WriteError,
         Outcome::Timeout,
-        Outcome::Unmatched,
+        Outcome::Unfinished,
     ];
 
     /// The name used in JSON output and as the `outcome` metric label.
@@ -71,26 +80,31 @@ impl Outcome {
             Outcome::ReadError => "read_error",
             Outcome::WriteError => "write_error",
             Outcome::Timeout => "timeout",
-            Outcome::Unmatched => "unmatched",
+            Outcome::Unfinished => "unfinished",
         }
     }
 
-    pub fn index(self) -> usize {
-        Outcome::ALL.iter().position(|o| *o == self).unwrap()
+    pub fn from_name(name: &str) -> Option<Outcome> {
+        Outcome::ALL.into_iter().find(|o| o.name() == name)
     }
 
-    /// True for outcomes that are a response from the server (latency is recorded).
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// An answer from the server (any status, any JSON-RPC result or error).
     pub fn is_response(self) -> bool {
-        matches!(
-            self,
-            Outcome::Status2xx
-                | Outcome::Status3xx
-                | Outcome::Status4xx
-                | Outcome::Status5xx
-                | Outcome::OtherStatus
-                | Outcome::RpcOk
-                | Outcome::RpcError
-        )
+        self.index() <= Outcome::RpcError.index()
+    }
+
+    /// A transport failure or a timeout (the `errors` of the result).
+    pub fn is_error(self) -> bool {
+        matches!(self, Outcome::ConnectError | Outcome::ReadError | Outcome::WriteError | Outcome::Timeout)
+    }
+
+    /// A successful answer: 2xx, 3xx or a JSON-RPC result.
+    pub fn is_success(self) -> bool {
+        matches!(self, Outcome::Status2xx | Outcome::Status3xx | Outcome::RpcOk)
     }
 
     /// Outcome of an HTTP status code.
@@ -105,105 +119,237 @@ impl Outcome {
     }
 }
 
-/// Measurement window: only requests intended at or after `measure_start` and completed before
-/// `end` are recorded (the warm-up is excluded).
-#[derive(Clone, Copy, Debug)]
-pub struct Window {
-    pub measure_start: Instant,
-    pub end: Instant,
+/// Where outcomes go as they happen (the live metrics endpoint); recording does not know which.
+pub trait Observer: Send + Sync {
+    /// One request ended; latencies in seconds where it has them.
+    fn observe(&self, outcome: Outcome, corrected_s: Option<f64>, uncorrected_s: Option<f64>);
 }
 
-/// Histograms and counters of one worker thread.
-pub struct Recorder {
+/// Histograms and counts of a set of requests (a run, a stage).
+#[derive(Clone)]
+pub struct Tally {
     pub corrected: Histogram<u64>,
     pub uncorrected: Histogram<u64>,
     pub counts: [u64; Outcome::ALL.len()],
     pub bytes_read: u64,
-    window: Option<Window>,
-    live: Option<Arc<LiveMetrics>>,
 }
 
-impl Default for Recorder {
+impl Default for Tally {
     fn default() -> Self {
-        Recorder::new(None, None)
+        Tally { corrected: new_histogram(), uncorrected: new_histogram(), counts: [0; 12], bytes_read: 0 }
     }
 }
 
-impl Recorder {
-    /// A recorder; with `window = None` everything is recorded (used when merging).
-    pub fn new(window: Option<Window>, live: Option<Arc<LiveMetrics>>) -> Recorder {
-        Recorder {
-            corrected: new_histogram(),
-            uncorrected: new_histogram(),
-            counts: [0; Outcome::ALL.len()],
-            bytes_read: 0,
-            window,
-            live,
-        }
-    }
-
-    /// Record a response to a request intended at `intended`, sent at `sent`, complete at `done`.
-    pub fn response(&mut self, outcome: Outcome, intended: Instant, sent: Instant, done: Instant, bytes: u64) {
-        if let Some(w) = self.window {
-            if intended < w.measure_start || done > w.end {
-                return;
-            }
-        }
-        let corrected = done.saturating_duration_since(intended);
-        let uncorrected = done.saturating_duration_since(sent);
-        self.record_latency_us(
-            outcome,
-            corrected.as_micros().min(u64::MAX as u128) as u64,
-            uncorrected.as_micros().min(u64::MAX as u128) as u64,
-        );
-        self.bytes_read += bytes;
-        if let Some(live) = &self.live {
-            live.observe(outcome, corrected.as_secs_f64(), uncorrected.as_secs_f64());
-        }
-    }
-
-    /// Record raw latencies (microseconds) without any window check.
-    pub fn record_latency_us(&mut self, outcome: Outcome, corrected_us: u64, uncorrected_us: u64) {
-        self.corrected.saturating_record(corrected_us);
-        self.uncorrected.saturating_record(uncorrected_us);
-        self.counts[outcome.index()] += 1;
-    }
-
-    /// Count an error (no latency) that happened at `at`.
-    pub fn error(&mut self, outcome: Outcome, at: Instant) {
-        if let Some(w) = self.window {
-            if at < w.measure_start || at > w.end {
-                return;
-            }
-        }
-        self.counts[outcome.index()] += 1;
-        if let Some(live) = &self.live {
-            live.count(outcome);
-        }
-    }
-
+impl Tally {
     pub fn count(&self, outcome: Outcome) -> u64 {
         self.counts[outcome.index()]
     }
-
-    /// Number of responses (any status, any JSON-RPC result).
+    fn sum(&self, pick: fn(Outcome) -> bool) -> u64 {
+        Outcome::ALL.iter().filter(|o| pick(**o)).map(|o| self.count(*o)).sum()
+    }
+    /// Requests accounted for (= intended in the window).
+    pub fn intended(&self) -> u64 {
+        self.counts.iter().sum()
+    }
     pub fn responses(&self) -> u64 {
-        Outcome::ALL.iter().filter(|o| o.is_response()).map(|o| self.count(*o)).sum()
+        self.sum(Outcome::is_response)
     }
-
-    /// Number of failed requests and connection attempts.
     pub fn errors(&self) -> u64 {
-        Outcome::ALL.iter().filter(|o| !o.is_response()).map(|o| self.count(*o)).sum()
+        self.sum(Outcome::is_error)
     }
-
-    /// Add another recorder's histograms and counts to this one (lossless).
-    pub fn merge(&mut self, other: &Recorder) {
+    /// Requests without a successful answer (errors, timeouts, unfinished, 4xx/5xx, JSON-RPC errors).
+    pub fn failed(&self) -> u64 {
+        self.intended() - self.sum(Outcome::is_success)
+    }
+    pub fn merge(&mut self, other: &Tally) {
         self.corrected.add(&other.corrected).expect("same layout");
         self.uncorrected.add(&other.uncorrected).expect("same layout");
         for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
             *a += *b;
         }
         self.bytes_read += other.bytes_read;
+    }
+    fn add(&mut self, outcome: Outcome, corrected_us: Option<u64>, uncorrected_us: Option<u64>, bytes: u64) {
+        if let Some(v) = corrected_us {
+            self.corrected.saturating_record(v);
+        }
+        if let Some(v) = uncorrected_us {
+            self.uncorrected.saturating_record(v);
+        }
+        self.counts[outcome.index()] += 1;
+        self.bytes_read += bytes;
+    }
+}
+
+/// One time-series interval: outcome counts and corrected latency of the requests intended in it.
+#[derive(Clone)]
+pub struct Interval {
+    pub corrected: Histogram<u64>,
+    pub counts: [u64; Outcome::ALL.len()],
+}
+
+impl Default for Interval {
+    fn default() -> Self {
+        Interval { corrected: new_growing_histogram(), counts: [0; 12] }
+    }
+}
+
+impl Interval {
+    pub fn merge(&mut self, other: &Interval) {
+        self.corrected.add(&other.corrected).expect("growing histogram");
+        for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
+            *a += *b;
+        }
+    }
+}
+
+/// The measured window and how requests in it are filed.
+#[derive(Clone, Debug)]
+pub struct Window {
+    pub measure_start: Instant,
+    /// No request intended at or after `end` is sent.
+    pub end: Instant,
+    /// When the engine stops waiting for answers (`end` + `--drain`).
+    pub stop: Instant,
+    /// End of each measured stage (the last one is `end`).
+    pub stage_ends: Vec<Instant>,
+    pub interval: Duration,
+    /// Record unfinished requests in the corrected histogram at their lower bound.
+    pub record_unfinished: bool,
+}
+
+/// Everything one worker thread recorded.
+#[derive(Default)]
+pub struct Recorder {
+    pub total: Tally,
+    /// One tally per stage when the run has more than one.
+    pub stages: Vec<Tally>,
+    pub intervals: Vec<Interval>,
+    /// Actual send − intended send, for scheduled runs (the engine's own lateness).
+    pub send_lateness: Option<Histogram<u64>>,
+    /// WebSocket messages that answer no call (no id, or an id never sent).
+    pub unmatched: u64,
+    /// WebSocket answers to calls already counted as timeouts.
+    pub late_answers: u64,
+    window: Option<Window>,
+    observer: Option<Arc<dyn Observer>>,
+}
+
+fn micros(d: Duration) -> u64 {
+    d.as_micros().min(u64::MAX as u128) as u64
+}
+
+impl Recorder {
+    /// A recorder for one worker of a run.
+    pub fn new(window: Window, scheduled: bool, observer: Option<Arc<dyn Observer>>) -> Recorder {
+        let stages = if window.stage_ends.len() > 1 { vec![Tally::default(); window.stage_ends.len()] } else { vec![] };
+        Recorder {
+            stages,
+            send_lateness: scheduled.then(new_histogram),
+            window: Some(window),
+            observer,
+            ..Recorder::default()
+        }
+    }
+
+    pub fn window(&self) -> Option<&Window> {
+        self.window.as_ref()
+    }
+
+    /// Is a request intended at `intended` part of the measurement?
+    pub fn counts_for(&self, intended: Instant) -> bool {
+        self.window.as_ref().is_none_or(|w| intended >= w.measure_start && intended < w.end)
+    }
+
+    /// A request intended at `intended` went out at `sent`.
+    pub fn sent(&mut self, intended: Instant, sent: Instant) {
+        if self.counts_for(intended) {
+            if let Some(h) = &mut self.send_lateness {
+                h.saturating_record(micros(sent.saturating_duration_since(intended)));
+            }
+        }
+    }
+
+    /// An answer arrived at `done`.
+    pub fn completed(&mut self, outcome: Outcome, intended: Instant, sent: Instant, done: Instant, bytes: u64) {
+        self.file(outcome, intended, Some(done - intended), Some(done.saturating_duration_since(sent)), bytes);
+    }
+
+    /// The request failed without an answer (connect, read or write error).
+    pub fn failed(&mut self, outcome: Outcome, intended: Instant) {
+        self.file(outcome, intended, None, None, 0);
+    }
+
+    /// No answer by `at` = sent + timeout: recorded at that latency.
+    pub fn timed_out(&mut self, intended: Instant, sent: Instant, at: Instant) {
+        self.file(Outcome::Timeout, intended, Some(at - intended), Some(at.saturating_duration_since(sent)), 0);
+    }
+
+    /// Still in flight (`sent` is `Some`) or never sent when the run stopped.
+    pub fn unfinished(&mut self, intended: Instant, sent: Option<Instant>) {
+        let Some(w) = &self.window else { return };
+        let (stop, record) = (w.stop, w.record_unfinished);
+        let corrected = record.then(|| stop.saturating_duration_since(intended));
+        let uncorrected = sent.filter(|_| record).map(|s| stop.saturating_duration_since(s));
+        self.file(Outcome::Unfinished, intended, corrected, uncorrected, 0);
+    }
+
+    /// Record raw latencies (microseconds) into the total, without any window.
+    pub fn record_latency_us(&mut self, outcome: Outcome, corrected_us: u64, uncorrected_us: u64) {
+        self.total.add(outcome, Some(corrected_us), Some(uncorrected_us), 0);
+    }
+
+    fn file(&mut self, outcome: Outcome, intended: Instant, c: Option<Duration>, u: Option<Duration>, bytes: u64) {
+        if !self.counts_for(intended) {
+            return;
+        }
+        let (cu, uu) = (c.map(micros), u.map(micros));
+        self.total.add(outcome, cu, uu, bytes);
+        if let Some(w) = &self.window {
+            if !self.stages.is_empty() {
+                let j = w.stage_ends.partition_point(|e| *e <= intended).min(self.stages.len() - 1);
+                self.stages[j].add(outcome, cu, uu, bytes);
+            }
+            let i = ((intended - w.measure_start).as_secs_f64() / w.interval.as_secs_f64()) as usize;
+            if self.intervals.len() <= i {
+                self.intervals.resize_with(i + 1, Interval::default);
+            }
+            let slot = &mut self.intervals[i];
+            if let Some(v) = cu {
+                // record() grows the histogram; saturating_record() would clamp to its current top.
+                if slot.corrected.record(v).is_err() {
+                    slot.corrected.saturating_record(v);
+                }
+            }
+            slot.counts[outcome.index()] += 1;
+        }
+        if let Some(o) = &self.observer {
+            o.observe(outcome, c.map(|d| d.as_secs_f64()), u.map(|d| d.as_secs_f64()));
+        }
+    }
+
+    /// Add another recorder's histograms and counts to this one (lossless).
+    pub fn merge(&mut self, other: &Recorder) {
+        self.total.merge(&other.total);
+        if self.stages.len() < other.stages.len() {
+            self.stages.resize_with(other.stages.len(), Tally::default);
+        }
+        for (a, b) in self.stages.iter_mut().zip(&other.stages) {
+            a.merge(b);
+        }
+        if self.intervals.len() < other.intervals.len() {
+            self.intervals.resize_with(other.intervals.len(), Interval::default);
+        }
+        for (a, b) in self.intervals.iter_mut().zip(&other.intervals) {
+            a.merge(b);
+        }
+        match (&mut self.send_lateness, &other.send_lateness) {
+            (Some(a), Some(b)) => a.add(b).expect("same layout"),
+            (None, Some(b)) => self.send_lateness = Some(b.clone()),
+            _ => {}
+        }
+        self.unmatched += other.unmatched;
+        self.late_answers += other.late_answers;
     }
 }
 

@@ -8,10 +8,11 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::recording::{Outcome, Recorder, HIST_HIGH_US, HIST_LOW_US, HIST_SIGFIG};
+use crate::schedule::{mean_rate, Stage};
+use crate::recording::{Interval, Outcome, Recorder, Tally, HIST_HIGH_US, HIST_LOW_US, HIST_SIGFIG};
 
 /// Identifies the JSON layout (see `result.schema.json`).
-pub const RESULT_SCHEMA: &str = "perfkit-load/result/v1";
+pub const RESULT_SCHEMA: &str = "perfkit-load/result/v2";
 
 /// Percentiles in microseconds.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -56,12 +57,16 @@ pub struct HistogramLayout {
     pub encoding: String,
 }
 
-/// Everything a run produced. Serialized as the `--json` output.
+/// Which part of a logical run a result covers (`--segment I/N`; a whole run is `[0]` of 1).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Segment {
+    pub index: Vec<usize>,
+    pub count: usize,
+}
+
+/// What was asked for: the settings that make two results parts of one run or not.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunResult {
-    pub schema: String,
-    pub tool: String,
-    pub version: String,
+pub struct RunInfo {
     pub target: String,
     pub scenario: String,
     /// `http` or `ws` (WebSocket JSON-RPC).
@@ -72,22 +77,112 @@ pub struct RunResult {
     pub duration_s: f64,
     pub warmup_s: f64,
     pub timeout_s: f64,
-    pub closed_loop: bool,
-    /// Requests per second; `null` in closed-loop mode.
-    pub target_rate: Option<f64>,
-    /// Responses per second over the measured duration.
-    pub achieved_rate: f64,
-    /// Responses received in the measured window (any status / JSON-RPC result or error).
+    pub drain_s: f64,
+    /// `constant` or `poisson`.
+    pub arrivals: String,
+    pub seed: Option<u64>,
+    /// The measured rate profile: its stages (a plain `-R` run has one); empty in closed loop.
+    pub profile: Vec<Stage>,
+    pub interval_s: f64,
+    /// Send lateness p99 above this (µs) means the engine did not hold the schedule.
+    pub lateness_limit_us: u64,
+    /// Wall-clock start of the measured window, seconds since the Unix epoch.
+    pub start_unix_s: f64,
+    /// Same for every segment of one logical run, different for any other run.
+    pub run_id: String,
+    pub segment: Segment,
+}
+
+impl RunInfo {
+    /// Mean offered rate over the measured stages; `None` in closed-loop mode.
+    pub fn target_rate(&self) -> Option<f64> {
+        (!self.profile.is_empty()).then(|| mean_rate(&self.profile))
+    }
+}
+
+/// Outcome counts and latency of a stage.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StageResult {
+    #[serde(flatten)]
+    pub spec: Stage,
+    pub start_s: f64,
+    pub intended: u64,
     pub requests: u64,
-    /// Failed requests and connection attempts (connect, read, write errors, timeouts, unmatched).
     pub errors: u64,
+    pub failed: u64,
+    pub achieved_rate: f64,
+    pub bytes_read: u64,
+    pub outcomes: BTreeMap<String, u64>,
+    pub latency: Latency,
+}
+
+/// One time-series interval (requests filed by intended time).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IntervalResult {
+    /// Seconds from the start of the measured window.
+    pub start_s: f64,
+    pub intended: u64,
+    pub requests: u64,
+    pub errors: u64,
+    pub failed: u64,
+    /// Answers per second to requests intended in this interval.
+    pub rate: f64,
+    pub outcomes: BTreeMap<String, u64>,
+    /// Corrected latency of the interval.
+    pub percentiles_us: Percentiles,
+    pub hdr: String,
+}
+
+/// A `--threshold` and its verdict.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ThresholdResult {
+    pub expr: String,
+    /// The measured value the threshold was checked against (µs, count, ratio, req/s; 0/1 for rate_held).
+    pub value: f64,
+    pub passed: bool,
+}
+
+/// Everything a run produced. Serialized as the `--json` output.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunResult {
+    pub schema: String,
+    pub tool: String,
+    pub version: String,
+    #[serde(flatten)]
+    pub info: RunInfo,
+    pub closed_loop: bool,
+    /// Requests per second (mean over the stages); `null` in closed-loop mode.
+    pub target_rate: Option<f64>,
+    /// Requests the schedule intended in the measured window, per second.
+    pub offered_rate: f64,
+    /// Answers per second over the measured duration.
+    pub achieved_rate: f64,
+    /// Whether the run delivered its schedule (achieved ≥ 99 % of intended, send lateness p99 within
+    /// the limit); `null` in closed-loop mode.
+    pub rate_held: Option<bool>,
+    /// Requests intended in the measured window: the sum of `outcomes`.
+    pub intended: u64,
+    /// Answers (any status, any JSON-RPC result or error).
+    pub requests: u64,
+    /// Connect, read and write errors and timeouts.
+    pub errors: u64,
+    /// Requests without a successful answer: errors, unfinished, 4xx/5xx/other status, JSON-RPC errors.
+    pub failed: u64,
     pub bytes_read: u64,
     /// Counts by outcome; every outcome is present.
     pub outcomes: BTreeMap<String, u64>,
+    /// WebSocket messages that answer no call.
+    pub unmatched: u64,
+    /// WebSocket answers to calls already counted as timeouts.
+    pub late_answers: u64,
     pub latency: Latency,
+    /// Actual send − intended send (the engine's own lateness); `null` in closed-loop mode.
+    pub send_lateness: Option<LatencySummary>,
     pub histogram: HistogramLayout,
-    /// Wall-clock start of the measured window, seconds since the Unix epoch.
-    pub start_unix_s: f64,
+    pub stages: Vec<StageResult>,
+    pub intervals: Vec<IntervalResult>,
+    pub thresholds: Vec<ThresholdResult>,
+    pub warnings: Vec<String>,
 }
 
 /// Encode a histogram as HdrHistogram V2 compressed, base64.
@@ -131,45 +226,106 @@ pub fn summarize(h: &Histogram<u64>) -> LatencySummary {
     }
 }
 
-/// Static facts about a run, for the result.
-pub struct RunInfo<'a> {
-    pub target: &'a str,
-    pub scenario: &'a str,
-    pub mode: &'a str,
-    pub method: &'a str,
-    pub threads: usize,
-    pub connections: usize,
-    pub duration_s: f64,
-    pub warmup_s: f64,
-    pub timeout_s: f64,
-    pub target_rate: Option<f64>,
-    pub start_unix_s: f64,
+fn outcome_map(counts: &[u64]) -> BTreeMap<String, u64> {
+    Outcome::ALL.iter().map(|o| (o.name().to_string(), counts[o.index()])).collect()
+}
+
+fn stage_result(spec: &Stage, start_s: f64, t: &Tally) -> StageResult {
+    StageResult {
+        spec: spec.clone(),
+        start_s,
+        intended: t.intended(),
+        requests: t.responses(),
+        errors: t.errors(),
+        failed: t.failed(),
+        achieved_rate: t.responses() as f64 / spec.duration,
+        bytes_read: t.bytes_read,
+        outcomes: outcome_map(&t.counts),
+        latency: Latency { corrected: summarize(&t.corrected), uncorrected: summarize(&t.uncorrected) },
+    }
+}
+
+fn interval_result(n: usize, width: f64, iv: &Interval) -> IntervalResult {
+    let t = Tally { counts: iv.counts, ..Tally::default() };
+    IntervalResult {
+        start_s: n as f64 * width,
+        intended: t.intended(),
+        requests: t.responses(),
+        errors: t.errors(),
+        failed: t.failed(),
+        rate: t.responses() as f64 / width,
+        outcomes: outcome_map(&iv.counts),
+        percentiles_us: percentiles(&iv.corrected),
+        hdr: encode_histogram(&iv.corrected),
+    }
+}
+
+/// Did the run deliver its schedule? `None` in closed loop; otherwise the verdict and, when it
+/// did not, why.
+fn rate_verdict(info: &RunInfo, rec: &Recorder) -> (Option<bool>, Vec<String>) {
+    let (Some(target), Some(lateness)) = (info.target_rate(), &rec.send_lateness) else {
+        return (None, vec![]);
+    };
+    let mut warnings = Vec::new();
+    let intended = rec.total.intended();
+    let achieved = rec.total.responses() as f64 / info.duration_s;
+    if (rec.total.responses() as f64) < 0.99 * intended as f64 {
+        warnings.push(format!(
+            "rate not held: {achieved:.2} req/s answered of {:.2} req/s intended (target {target:.2}): \
+             {} of {intended} requests got no answer",
+            intended as f64 / info.duration_s,
+            intended - rec.total.responses()
+        ));
+    }
+    let late = lateness.value_at_quantile(0.99);
+    if late > info.lateness_limit_us {
+        warnings.push(format!(
+            "schedule not held: send lateness p99 {} is above the limit {} (the engine, or the server \
+             holding each connection's previous request, delayed sends)",
+            fmt_us(late as f64),
+            fmt_us(info.lateness_limit_us as f64)
+        ));
+    }
+    (Some(warnings.is_empty()), warnings)
 }
 
 pub fn build_result(info: &RunInfo, rec: &Recorder) -> RunResult {
-    let outcomes = Outcome::ALL.iter().map(|o| (o.name().to_string(), rec.count(*o))).collect();
-    let requests = rec.responses();
+    let t = &rec.total;
+    let (rate_held, warnings) = rate_verdict(info, rec);
+    let mut start = 0.0;
+    let stages = if rec.stages.is_empty() {
+        info.profile.first().map(|s| vec![stage_result(s, 0.0, t)]).unwrap_or_default()
+    } else {
+        info.profile
+            .iter()
+            .zip(&rec.stages)
+            .map(|(s, tally)| {
+                let r = stage_result(s, start, tally);
+                start += s.duration;
+                r
+            })
+            .collect()
+    };
     RunResult {
         schema: RESULT_SCHEMA.into(),
         tool: "perfkit-load".into(),
         version: env!("CARGO_PKG_VERSION").into(),
-        target: info.target.into(),
-        scenario: info.scenario.into(),
-        mode: info.mode.into(),
-        method: info.method.into(),
-        threads: info.threads,
-        connections: info.connections,
-        duration_s: info.duration_s,
-        warmup_s: info.warmup_s,
-        timeout_s: info.timeout_s,
-        closed_loop: info.target_rate.is_none(),
-        target_rate: info.target_rate,
-        achieved_rate: requests as f64 / info.duration_s,
-        requests,
-        errors: rec.errors(),
-        bytes_read: rec.bytes_read,
-        outcomes,
-        latency: Latency { corrected: summarize(&rec.corrected), uncorrected: summarize(&rec.uncorrected) },
+        info: info.clone(),
+        closed_loop: info.profile.is_empty(),
+        target_rate: info.target_rate(),
+        offered_rate: t.intended() as f64 / info.duration_s,
+        achieved_rate: t.responses() as f64 / info.duration_s,
+        rate_held,
+        intended: t.intended(),
+        requests: t.responses(),
+        errors: t.errors(),
+        failed: t.failed(),
+        bytes_read: t.bytes_read,
+        outcomes: outcome_map(&t.counts),
+        unmatched: rec.unmatched,
+        late_answers: rec.late_answers,
+        latency: Latency { corrected: summarize(&t.corrected), uncorrected: summarize(&t.uncorrected) },
+        send_lateness: rec.send_lateness.as_ref().map(summarize),
         histogram: HistogramLayout {
             unit: "us".into(),
             lowest: HIST_LOW_US,
@@ -177,8 +333,46 @@ pub fn build_result(info: &RunInfo, rec: &Recorder) -> RunResult {
             significant_digits: HIST_SIGFIG,
             encoding: "HdrHistogram V2 compressed (deflate), base64".into(),
         },
-        start_unix_s: info.start_unix_s,
+        stages,
+        intervals: rec.intervals.iter().enumerate().map(|(n, iv)| interval_result(n, info.interval_s, iv)).collect(),
+        thresholds: vec![],
+        warnings,
     }
+}
+
+/// Rebuild the recorder a result was made from (lossless: every histogram is in the result).
+pub fn recorder_of(r: &RunResult) -> Result<Recorder, String> {
+    let counts = |m: &BTreeMap<String, u64>| -> [u64; 12] {
+        let mut c = [0; 12];
+        for o in Outcome::ALL {
+            c[o.index()] = m.get(o.name()).copied().unwrap_or(0);
+        }
+        c
+    };
+    let tally = |counts: [u64; 12], lat: &Latency, bytes_read: u64| -> Result<Tally, String> {
+        Ok(Tally {
+            corrected: decode_histogram(&lat.corrected.hdr)?,
+            uncorrected: decode_histogram(&lat.uncorrected.hdr)?,
+            counts,
+            bytes_read,
+        })
+    };
+    let mut rec = Recorder::default();
+    rec.total = tally(counts(&r.outcomes), &r.latency, r.bytes_read)?;
+    rec.send_lateness = r.send_lateness.as_ref().map(|s| decode_histogram(&s.hdr)).transpose()?;
+    rec.unmatched = r.unmatched;
+    rec.late_answers = r.late_answers;
+    if r.stages.len() > 1 {
+        for s in &r.stages {
+            rec.stages.push(tally(counts(&s.outcomes), &s.latency, s.bytes_read)?);
+        }
+    }
+    for iv in &r.intervals {
+        let mut corrected = crate::recording::new_growing_histogram();
+        corrected.add(decode_histogram(&iv.hdr)?).map_err(|e| format!("interval histogram: {e:?}"))?;
+        rec.intervals.push(Interval { corrected, counts: counts(&iv.outcomes) });
+    }
+    Ok(rec)
 }
 
 /// Format microseconds the way wrk does (`812.00us`, `1.25ms`, `2.00s`).
@@ -251,15 +445,20 @@ fn distribution(out: &mut String, title: &str, h: &Histogram<u64>, spectrum: boo
 }
 
 /// wrk2-style text report. `latency`: corrected distribution and spectrum (`--latency`);
-/// `u_latency`: the same for uncorrected latency (`--u_latency`).
+/// `u_latency`: the same for uncorrected latency (`--u_latency`). Then the accounting, the rate
+/// verdict, the stages, the thresholds and any warning.
 pub fn render_text(r: &RunResult, rec: &Recorder, latency: bool, u_latency: bool) -> String {
     let mut out = String::new();
-    let h = &rec.corrected;
+    let h = &rec.total.corrected;
     let within = if h.is_empty() {
         0.0
     } else {
         let (lo, hi) = (h.mean() - h.stdev(), h.mean() + h.stdev());
-        let n: u64 = h.iter_recorded().filter(|v| (v.value_iterated_to() as f64) >= lo && (v.value_iterated_to() as f64) <= hi).map(|v| v.count_at_value()).sum();
+        let n: u64 = h
+            .iter_recorded()
+            .filter(|v| (lo..=hi).contains(&(v.value_iterated_to() as f64)))
+            .map(|v| v.count_at_value())
+            .sum();
         100.0 * n as f64 / h.len() as f64
     };
     let _ = writeln!(out, "  Thread Stats   Avg      Stdev     Max   +/- Stdev");
@@ -271,28 +470,36 @@ pub fn render_text(r: &RunResult, rec: &Recorder, latency: bool, u_latency: bool
         fmt_us(h.max() as f64),
         within
     );
-    let per_thread = r.achieved_rate / r.threads as f64;
+    let per_thread = r.achieved_rate / r.info.threads as f64;
     let _ = writeln!(out, "    Req/Sec   {:>8}  (mean per thread)", fmt_count(per_thread));
     if latency {
-        distribution(&mut out, "Recorded Latency, corrected", &rec.corrected, true);
+        distribution(&mut out, "Recorded Latency, corrected", &rec.total.corrected, true);
     }
     if u_latency {
-        distribution(&mut out, "Uncorrected Latency (measured without taking delayed starts into account)", &rec.uncorrected, true);
+        let title = "Uncorrected Latency (measured without taking delayed starts into account)";
+        distribution(&mut out, title, &rec.total.uncorrected, true);
     }
-    let _ = writeln!(
-        out,
-        "  {} requests in {:.2}s, {} read",
-        r.requests,
-        r.duration_s,
-        fmt_bytes(r.bytes_read as f64)
-    );
-    if r.errors > 0 {
-        let parts: Vec<String> = r
-            .outcomes
-            .iter()
-            .filter(|(k, v)| **v > 0 && !matches!(k.as_str(), "2xx" | "3xx" | "4xx" | "5xx" | "other_status" | "rpc_ok" | "rpc_error"))
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect();
+    let _ = writeln!(out, "  {} requests in {:.2}s, {} read", r.requests, r.info.duration_s, fmt_bytes(r.bytes_read as f64));
+    accounting(&mut out, r);
+    let _ = writeln!(out, "Requests/sec: {:>10.2}", r.achieved_rate);
+    let _ = writeln!(out, "Transfer/sec: {:>10}", fmt_bytes(r.bytes_read as f64 / r.info.duration_s));
+    if r.stages.len() > 1 {
+        stages(&mut out, r);
+    }
+    for t in &r.thresholds {
+        let _ = writeln!(out, "  threshold {:<24} {:>12}  {}", t.expr, fmt_value(&t.expr, t.value), if t.passed { "pass" } else { "FAIL" });
+    }
+    for w in &r.warnings {
+        let _ = writeln!(out, "  WARNING: {w}");
+    }
+    out
+}
+
+/// Where every intended request went, the rate verdict and the engine's own lateness.
+fn accounting(out: &mut String, r: &RunResult) {
+    let parts: Vec<String> =
+        r.outcomes.iter().filter(|(k, v)| **v > 0 && !Outcome::from_name(k).is_some_and(Outcome::is_response)).map(|(k, v)| format!("{k} {v}")).collect();
+    if !parts.is_empty() {
         let _ = writeln!(out, "  Errors: {}", parts.join(", "));
     }
     let non2xx = r.outcomes["3xx"] + r.outcomes["4xx"] + r.outcomes["5xx"] + r.outcomes["other_status"];
@@ -302,7 +509,86 @@ pub fn render_text(r: &RunResult, rec: &Recorder, latency: bool, u_latency: bool
     if r.outcomes["rpc_error"] > 0 {
         let _ = writeln!(out, "  JSON-RPC error responses: {}", r.outcomes["rpc_error"]);
     }
-    let _ = writeln!(out, "Requests/sec: {:>10.2}", r.achieved_rate);
-    let _ = writeln!(out, "Transfer/sec: {:>10}", fmt_bytes(r.bytes_read as f64 / r.duration_s));
-    out
+    if r.unmatched + r.late_answers > 0 {
+        let _ = writeln!(out, "  Unmatched messages: {}, late answers to timed-out calls: {}", r.unmatched, r.late_answers);
+    }
+    let _ = writeln!(
+        out,
+        "  Intended {}: answered {}, errors {}, timeouts {}, unfinished {}",
+        r.intended, r.requests, r.errors - r.outcomes["timeout"], r.outcomes["timeout"], r.outcomes["unfinished"]
+    );
+    if let (Some(target), Some(held)) = (r.target_rate, r.rate_held) {
+        let _ = writeln!(
+            out,
+            "  Rate: target {target:.2} req/s, achieved {:.2} req/s ({})",
+            r.achieved_rate,
+            if held { "held" } else { "NOT held" }
+        );
+    }
+    if let Some(l) = &r.send_lateness {
+        let p = &l.percentiles_us;
+        let _ = writeln!(
+            out,
+            "  Send lateness: p50 {}, p99 {}, max {}",
+            fmt_us(p.p50 as f64),
+            fmt_us(p.p99 as f64),
+            fmt_us(p.max as f64)
+        );
+    }
+}
+
+fn stages(out: &mut String, r: &RunResult) {
+    let _ = writeln!(out, "  Stages        target req/s   achieved    p50        p99        max     failed");
+    for s in &r.stages {
+        let rate = if s.spec.from == s.spec.to {
+            format!("{:.0}", s.spec.from)
+        } else {
+            format!("{:.0}..{:.0}", s.spec.from, s.spec.to)
+        };
+        let p = &s.latency.corrected.percentiles_us;
+        let _ = writeln!(
+            out,
+            "  {:>6.1}s+{:<5.1} {:>13} {:>10.2} {:>9} {:>10} {:>10} {:>8}",
+            s.start_s,
+            s.spec.duration,
+            rate,
+            s.achieved_rate,
+            fmt_us(p.p50 as f64),
+            fmt_us(p.p99 as f64),
+            fmt_us(p.max as f64),
+            s.failed
+        );
+    }
+}
+
+/// A threshold's measured value in the unit its expression uses.
+fn fmt_value(expr: &str, v: f64) -> String {
+    match crate::thresholds::unit_of(expr) {
+        crate::thresholds::Unit::Micros => fmt_us(v),
+        crate::thresholds::Unit::Ratio => format!("{:.4}%", v * 100.0),
+        crate::thresholds::Unit::Plain => format!("{v:.2}"),
+    }
+}
+
+/// Write the corrected latency of every interval as an HdrHistogram interval log (the format of
+/// Java's HistogramLogWriter, read by `hdrh.log.HistogramLogReader` and HistogramLogProcessor).
+/// Values are microseconds; interval start times are relative to the run's measured start.
+pub fn write_hdr_log<W: std::io::Write>(r: &RunResult, rec: &Recorder, out: &mut W) -> std::io::Result<()> {
+    use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
+    use std::time::{Duration, UNIX_EPOCH};
+    let start = UNIX_EPOCH + Duration::from_secs_f64(r.info.start_unix_s);
+    let mut serializer = V2DeflateSerializer::new();
+    let mut log = IntervalLogWriterBuilder::new()
+        .add_comment(&format!("perfkit-load {} {} corrected latency in microseconds", r.version, r.info.target))
+        .with_start_time(start)
+        .with_base_time(start)
+        .with_max_value_divisor(1000.0)
+        .begin_log_with(out, &mut serializer)?;
+    log.write_comment("\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"")?;
+    let width = Duration::from_secs_f64(r.info.interval_s);
+    for (n, iv) in rec.intervals.iter().enumerate() {
+        log.write_histogram(&iv.corrected, width * n as u32, width, None)
+            .map_err(|e| std::io::Error::other(format!("{e}")))?;
+    }
+    Ok(())
 }

@@ -1,10 +1,8 @@
 //! WebSocket JSON-RPC 2.0 connection: calls go out on the connection's constant-rate schedule
 //! with a fresh `id` each, many may be in flight, responses are matched by `id`.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,9 +14,9 @@ use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
-use crate::http::Backoff;
-use crate::recording::{Outcome, Recorder};
-use crate::schedule::{request_number, Pacer};
+use crate::driver::Driver;
+use crate::recording::Outcome;
+use crate::schedule::request_number;
 
 pub type WsStream = WebSocketStream<TcpStream>;
 
@@ -95,149 +93,132 @@ fn classify(text: &str) -> Option<(u64, Outcome)> {
     Some((id, if resp.error.is_some() { Outcome::RpcError } else { Outcome::RpcOk }))
 }
 
-/// The connection is lost: every call in flight is a read error (at least one error is counted).
-fn fail_pending(pending: &mut HashMap<u64, (Instant, Instant)>, rec: &Rc<RefCell<Recorder>>) {
-    let now = Instant::now();
-    let mut r = rec.borrow_mut();
-    let n = pending.len().max(1);
-    pending.clear();
-    for _ in 0..n {
-        r.error(Outcome::ReadError, now);
+/// Calls sent and not yet answered: id → (intended, sent).
+type Pending = HashMap<u64, (Instant, Instant)>;
+
+/// The connection is lost: every call in flight failed with `outcome`.
+fn fail_pending(pending: &mut Pending, d: &Driver, outcome: Outcome) {
+    let mut rec = d.rec();
+    for (_, (intended, _)) in pending.drain() {
+        rec.failed(outcome, intended);
     }
 }
 
-/// Drive one WebSocket connection for the whole run.
-#[allow(clippy::too_many_arguments)]
+/// File one answer: matched to its call, a late answer to a call that timed out, or unmatched.
+fn answer(text: Option<&str>, done: Instant, pending: &mut Pending, expired: &mut HashSet<u64>, d: &mut Driver) {
+    let Some((id, outcome)) = text.and_then(classify) else {
+        d.rec().unmatched += 1;
+        return;
+    };
+    if let Some((intended, sent)) = pending.remove(&id) {
+        d.rec().completed(outcome, intended, sent, done, text.map_or(0, |t| t.len() as u64));
+        d.connected_ok();
+    } else if expired.remove(&id) {
+        d.rec().late_answers += 1;
+    } else {
+        d.rec().unmatched += 1;
+    }
+}
+
+/// Drive one WebSocket connection for the whole run: calls go out on the driver's schedule, many
+/// may be in flight, answers are matched by id.
 pub async fn run_connection(
     initial: WsStream,
     target: Arc<WsTarget>,
-    pacer: Pacer,
+    mut d: Driver,
     index: usize,
     connections: usize,
     timeout: Duration,
-    end: Instant,
-    rec: Rc<RefCell<Recorder>>,
 ) {
-    let end_t = tokio::time::Instant::from_std(end);
     let check_every = (timeout / 4).clamp(Duration::from_millis(5), Duration::from_millis(100));
+    let stop_t = tokio::time::Instant::from_std(d.stop);
     let mut ws = Some(initial);
-    let mut backoff = Backoff::new();
-    let mut pending: HashMap<u64, (Instant, Instant)> = HashMap::new();
+    let mut pending = Pending::new();
+    let mut expired = HashSet::new();
     let mut k: u64 = 0;
     let mut next_check = Instant::now() + check_every;
     loop {
-        if Instant::now() >= end {
+        let send_at = d.peek();
+        if send_at.is_none() && (pending.is_empty() || Instant::now() >= d.stop) {
             break;
         }
         if ws.is_none() {
-            match tokio::time::timeout_at(end_t, connect(&target)).await {
-                Err(_) => break,
-                Ok(Ok(s)) => ws = Some(s),
-                Ok(Err(_)) => {
-                    let now = Instant::now();
-                    rec.borrow_mut().error(Outcome::ConnectError, now);
-                    let wake = (now + backoff.next()).min(end);
-                    tokio::time::sleep_until(tokio::time::Instant::from_std(wake)).await;
-                    continue;
-                }
+            if send_at.is_none() {
+                break;
             }
+            ws = d.reconnect(connect(&target)).await;
+            continue;
         }
         let s = ws.as_mut().unwrap();
-        let closed_loop = matches!(pacer, Pacer::Max);
-        let can_send = !closed_loop || pending.is_empty();
-        let send_at = pacer.intended(k).unwrap_or_else(Instant::now);
-        let send_at_t = tokio::time::Instant::from_std(send_at.min(end));
-        let check_t = tokio::time::Instant::from_std(next_check.min(end));
+        let can_send = send_at.is_some() && (!d.closed_loop() || pending.is_empty());
+        let send_t = tokio::time::Instant::from_std(send_at.unwrap_or(d.stop));
+        let check_t = tokio::time::Instant::from_std(next_check.min(d.stop));
         enum Step {
             Msg(Option<Result<Message, tokio_tungstenite::tungstenite::Error>>),
             Send,
             Check,
-            End,
+            Stop,
         }
         let step = tokio::select! {
             biased;
             m = s.next() => Step::Msg(m),
-            _ = tokio::time::sleep_until(send_at_t), if can_send => Step::Send,
+            _ = tokio::time::sleep_until(send_t), if can_send => Step::Send,
             _ = tokio::time::sleep_until(check_t) => Step::Check,
-            _ = tokio::time::sleep_until(end_t) => Step::End,
+            _ = tokio::time::sleep_until(stop_t) => Step::Stop,
         };
         match step {
-            Step::End => break,
+            Step::Stop => break,
             Step::Send => {
-                if send_at >= end {
-                    // The schedule is done; wait for the responses still in flight until the end.
-                    if pending.is_empty() {
-                        break;
-                    }
-                    tokio::time::sleep_until(end_t.min(check_t)).await;
-                    continue;
-                }
+                let intended = d.take();
                 let id = request_number(index, connections, k);
+                k += 1;
                 let msg = Message::text(target.template.render(id));
                 let sent = Instant::now();
-                k += 1;
-                let r = tokio::time::timeout_at(end_t, s.send(msg)).await;
-                match r {
-                    Err(_) => break,
+                d.rec().sent(intended, sent);
+                match tokio::time::timeout_at(stop_t, s.send(msg)).await {
+                    Err(_) => {
+                        d.finish(pending.values().copied().chain([(intended, sent)]));
+                        return;
+                    }
                     Ok(Ok(())) => {
-                        pending.insert(id, (send_at.min(sent), sent));
+                        pending.insert(id, (intended, sent));
                     }
                     Ok(Err(_)) => {
-                        let now = Instant::now();
-                        rec.borrow_mut().error(Outcome::WriteError, now);
-                        let n = pending.len();
-                        pending.clear();
-                        for _ in 0..n {
-                            rec.borrow_mut().error(Outcome::ReadError, now);
-                        }
+                        d.rec().failed(Outcome::WriteError, intended);
+                        fail_pending(&mut pending, &d, Outcome::ReadError);
                         ws = None;
-                        let wake = (now + backoff.next()).min(end);
-                        tokio::time::sleep_until(tokio::time::Instant::from_std(wake)).await;
+                        d.back_off().await;
                     }
                 }
             }
             Step::Check => {
                 let now = Instant::now();
                 next_check = now + check_every;
-                let expired: Vec<u64> =
-                    pending.iter().filter(|(_, (_, sent))| *sent + timeout <= now).map(|(id, _)| *id).collect();
-                for id in expired {
-                    pending.remove(&id);
-                    rec.borrow_mut().error(Outcome::Timeout, now);
-                }
+                pending.retain(|id, (intended, sent)| {
+                    let keep = *sent + timeout > now;
+                    if !keep {
+                        d.rec().timed_out(*intended, *sent, *sent + timeout);
+                        expired.insert(*id);
+                    }
+                    keep
+                });
             }
             Step::Msg(m) => {
                 let done = Instant::now();
                 match m {
-                    Some(Ok(Message::Text(t))) => match classify(t.as_str()) {
-                        Some((id, outcome)) => match pending.remove(&id) {
-                            Some((intended, sent)) => {
-                                rec.borrow_mut().response(outcome, intended, sent, done, t.len() as u64);
-                                backoff.reset();
-                            }
-                            None => rec.borrow_mut().error(Outcome::Unmatched, done),
-                        },
-                        None => rec.borrow_mut().error(Outcome::Unmatched, done),
-                    },
-                    Some(Ok(Message::Binary(b))) => match std::str::from_utf8(&b).ok().and_then(classify) {
-                        Some((id, outcome)) => match pending.remove(&id) {
-                            Some((intended, sent)) => {
-                                rec.borrow_mut().response(outcome, intended, sent, done, b.len() as u64);
-                                backoff.reset();
-                            }
-                            None => rec.borrow_mut().error(Outcome::Unmatched, done),
-                        },
-                        None => rec.borrow_mut().error(Outcome::Unmatched, done),
-                    },
+                    Some(Ok(Message::Text(t))) => answer(Some(t.as_str()), done, &mut pending, &mut expired, &mut d),
+                    Some(Ok(Message::Binary(b))) => {
+                        answer(std::str::from_utf8(&b).ok(), done, &mut pending, &mut expired, &mut d)
+                    }
                     Some(Ok(_)) => {} // ping/pong/frame: tungstenite answers pings itself
                     Some(Err(_)) | None => {
-                        fail_pending(&mut pending, &rec);
+                        fail_pending(&mut pending, &d, Outcome::ReadError);
                         ws = None;
-                        let wake = (done + backoff.next()).min(end);
-                        tokio::time::sleep_until(tokio::time::Instant::from_std(wake)).await;
+                        d.back_off().await;
                     }
                 }
             }
         }
     }
+    d.finish(pending.values().copied());
 }

@@ -45,6 +45,20 @@ fn bad_flags_exit_non_zero_with_a_message_and_send_nothing() {
         (vec!["-R", "10", "--ws", "--body", "[1]", &ws_url], "template must be a JSON object"),
         (vec!["-R", "10", "--json", "/nonexistent/dir/x.json", &url], "cannot write"),
         (vec!["-R", "10", "--bogus", &url], "unexpected argument '--bogus'"),
+        (vec!["--stages", "100", &url], "no @DURATION"),
+        (vec!["--stages", "100@1s", "-R", "10", &url], "--stages replaces"),
+        (vec!["--stages", "0@1s", &url], "at least one request"),
+        (vec!["-R", "10", "--segment", "2/2", &url], "invalid --segment"),
+        (vec!["-R", "10", "-c", "2", "-t", "1", "--segment", "0/3", &url], "segment count"),
+        (vec!["-R", "10", "-c", "3", "-t", "2", "--segment", "1/2", &url], "in each segment"),
+        (vec!["-R", "10", "--start-at", "1", &url], "in the past"),
+        (vec!["--max", "--arrivals", "poisson", &url], "needs a rate"),
+        (vec!["-R", "10", "--arrivals", "burst", &url], "invalid value 'burst'"),
+        (vec!["-R", "10", "--interval", "0", &url], "at least 1ms"),
+        (vec!["-R", "10", "--drain", "soon", &url], "invalid duration"),
+        (vec!["-R", "10", "--threshold", "p99", &url], "invalid --threshold"),
+        (vec!["-R", "10", "--threshold", "p99<5", &url], "needs a unit"),
+        (vec!["-R", "10", "--hdr-log", "/nonexistent/dir/x.hlog", &url], "cannot write"),
         (vec![], "required"),
     ];
     for (args, needle) in cases {
@@ -87,4 +101,38 @@ fn help_and_version_exit_zero() {
     let (code, out, _) = run(&["--version"]);
     assert_eq!(code, 0);
     assert!(out.starts_with("perfkit-load "));
+}
+
+#[test]
+fn thresholds_decide_the_exit_status() {
+    let _serial = common::serial();
+    let server = http_server(HttpOpts::default());
+    let url = server.url("http", "/");
+    let base = ["-t1", "-c2", "-d1s", "-R", "200"];
+    let with = |extra: &[&str]| {
+        let mut a: Vec<&str> = base.to_vec();
+        a.extend_from_slice(extra);
+        a.push(&url);
+        run(&a)
+    };
+    let (code, out, err) = with(&["--threshold", "p99<5s", "--threshold", "errors<0.1%", "--threshold", "rate_held"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.matches(" pass").count(), 3, "{out}");
+    let (code, out, err) = with(&["--threshold", "p99<1us", "--threshold", "rate>=100"]);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(out.contains("p99<1us") && out.contains("FAIL") && err.contains("thresholds failed: p99<1us"), "{out}{err}");
+    let (code, out, _) = with(&["--threshold", "rate>=1000"]);
+    assert_eq!(code, 3, "200 req/s is not 1000: {out}");
+
+    let failing = http_server(HttpOpts { status: Some(503), ..Default::default() });
+    let bad_url = failing.url("http", "/");
+    let (code, out, _) = run(&["-t1", "-c2", "-d1s", "-R", "200", "--threshold", "failed<1%", &bad_url]);
+    assert_eq!(code, 3, "every answer is a 503: {out}");
+    let (code, _, _) = run(&["-t1", "-c2", "-d1s", "-R", "200", "--threshold", "errors<1%", &bad_url]);
+    assert_eq!(code, 0, "a 503 is an answer, not a transport error");
+
+    let stalled = http_server(HttpOpts { stall: Some((std::time::Duration::ZERO, std::time::Duration::from_secs(3))), ..Default::default() });
+    let (code, out, err) = run(&["-t1", "-c2", "-d1s", "-R", "200", "--threshold", "rate_held", &stalled.url("http", "/")]);
+    assert_eq!(code, 3, "{out}");
+    assert!(err.contains("warning: rate not held"), "{err}");
 }

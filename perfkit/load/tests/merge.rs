@@ -32,21 +32,21 @@ fn merged_per_thread_equals_single_histogram() {
         threads[i % 4].record_latency_us(Outcome::Status2xx, *v, v / 2);
     }
     let merged = merge_all(threads.iter());
-    assert_eq!(merged.corrected.len(), one.corrected.len());
-    assert_eq!(merged.count(Outcome::Status2xx), 200_000);
+    assert_eq!(merged.total.corrected.len(), one.total.corrected.len());
+    assert_eq!(merged.total.count(Outcome::Status2xx), 200_000);
     for q in [0.0, 0.1, 0.5, 0.75, 0.9, 0.99, 0.999, 0.9999, 0.99999, 1.0] {
-        assert_eq!(merged.corrected.value_at_quantile(q), one.corrected.value_at_quantile(q), "q={q}");
-        assert_eq!(merged.uncorrected.value_at_quantile(q), one.uncorrected.value_at_quantile(q), "q={q}");
+        assert_eq!(merged.total.corrected.value_at_quantile(q), one.total.corrected.value_at_quantile(q), "q={q}");
+        assert_eq!(merged.total.uncorrected.value_at_quantile(q), one.total.uncorrected.value_at_quantile(q), "q={q}");
     }
-    assert_eq!(merged.corrected.min(), one.corrected.min());
-    assert_eq!(merged.corrected.max(), one.corrected.max());
-    assert!((merged.corrected.mean() - one.corrected.mean()).abs() < 1e-9);
-    assert_eq!(merged.corrected, one.corrected);
+    assert_eq!(merged.total.corrected.min(), one.total.corrected.min());
+    assert_eq!(merged.total.corrected.max(), one.total.corrected.max());
+    assert!((merged.total.corrected.mean() - one.total.corrected.mean()).abs() < 1e-9);
+    assert_eq!(merged.total.corrected, one.total.corrected);
     // And the histogram really holds the values to 3 significant digits.
     let mut sorted = vals.clone();
     sorted.sort();
     let exact = sorted[(0.99 * sorted.len() as f64).ceil() as usize - 1];
-    let got = one.corrected.value_at_quantile(0.99);
+    let got = one.total.corrected.value_at_quantile(0.99);
     assert!((got as f64 - exact as f64).abs() / exact as f64 <= 0.001, "p99 {got} vs exact {exact}");
 }
 
@@ -81,12 +81,12 @@ fn engine_threads_merge_to_the_reported_histogram() {
     let cfg = common::http_config(&server.url("http", "/"), Some(1000.0), 2, 4, 1.0);
     let out = perfkit_load::run(&cfg).unwrap();
     assert_eq!(out.per_thread.len(), 2);
-    assert!(out.per_thread.iter().all(|r| r.responses() > 0), "both threads worked");
+    assert!(out.per_thread.iter().all(|r| r.total.responses() > 0), "both threads worked");
     let merged = merge_all(out.per_thread.iter());
-    assert_eq!(merged.corrected, out.merged.corrected);
+    assert_eq!(merged.total.corrected, out.merged.total.corrected);
     let decoded = decode_histogram(&out.result.latency.corrected.hdr).unwrap();
-    assert_eq!(decoded, out.merged.corrected);
+    assert_eq!(decoded, out.merged.total.corrected);
     assert_eq!(percentiles(&decoded), out.result.latency.corrected.percentiles_us);
     let decoded_u = decode_histogram(&out.result.latency.uncorrected.hdr).unwrap();
-    assert_eq!(decoded_u.len(), out.result.requests);
+    assert_eq!(decoded_u.len(), out.result.requests + out.result.outcomes["unfinished"]);
 }

@@ -20,8 +20,11 @@ fn check(rate: f64, threads: usize, connections: usize, secs: f64) {
     // The server saw every recorded request (and at most the few in flight at the end more).
     assert!(server.requests() >= r.requests);
     assert_eq!(server.accepted(), connections);
-    assert_eq!(r.latency.corrected.count, r.requests);
-    assert_eq!(r.latency.uncorrected.count, r.requests);
+    // Every intended request is accounted for; the few in flight at the end are unfinished.
+    assert_eq!(r.intended, r.requests + r.outcomes["unfinished"]);
+    assert!(r.outcomes["unfinished"] * 100 <= r.intended, "{:?}", r.outcomes);
+    assert_eq!(r.latency.corrected.count, r.intended);
+    assert_eq!(r.rate_held, Some(true), "{:?}", r.warnings);
 }
 
 #[test]

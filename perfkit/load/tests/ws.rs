@@ -1,5 +1,6 @@
 //! WebSocket JSON-RPC mode: a fresh id per call, answers matched by id (out of order, many in
-//! flight), JSON-RPC errors and unmatched answers counted as their own outcomes.
+//! flight), JSON-RPC errors counted as their own outcome, unmatched answers and late answers to
+//! timed-out calls counted apart from the calls.
 
 mod common;
 
@@ -34,7 +35,7 @@ fn calls_matched_by_id_and_errors_counted() {
     let ok = r.outcomes["rpc_ok"];
     let err = r.outcomes["rpc_error"];
     eprintln!("{:?} p50 {} us", r.outcomes, r.latency.corrected.percentiles_us.p50);
-    assert_eq!(r.mode, "ws");
+    assert_eq!(r.info.mode, "ws");
     assert_eq!(s.server.accepted(), 4);
     // Every call got a fresh id and a well-formed body.
     let ids = s.log.ids.lock().unwrap().clone();
@@ -43,7 +44,7 @@ fn calls_matched_by_id_and_errors_counted() {
     assert_eq!(s.log.bad_calls.load(std::sync::atomic::Ordering::SeqCst), 0);
     assert_eq!(s.log.methods.lock().unwrap().iter().cloned().collect::<Vec<_>>(), vec!["sum".to_string()]);
     // Answers for even ids came back 30 ms late (out of order) and were still matched.
-    assert_eq!(r.outcomes["unmatched"], 0);
+    assert_eq!(r.unmatched, 0);
     assert_eq!(r.errors, 0, "{:?}", r.outcomes);
     assert!((r.achieved_rate - 1000.0).abs() <= 20.0, "achieved {}", r.achieved_rate);
     // Ids divisible by 10 are JSON-RPC errors: 10% of the calls.
@@ -63,7 +64,7 @@ fn stray_answers_are_unmatched() {
     let out = perfkit_load::run(&cfg).expect("run");
     let r = &out.result;
     assert_eq!(r.outcomes["rpc_ok"], r.requests);
-    let stray = r.outcomes["unmatched"];
+    let stray = r.unmatched;
     assert!((35..=45).contains(&stray), "unmatched {stray} of {} calls", r.requests);
 }
 
