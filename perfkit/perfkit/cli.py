@@ -4,9 +4,11 @@
     perfkit compare A/results.json B/results.json [--min-change 0.05] [--all] [--fail-on-slower]
     perfkit report RESULTS_DIR            # re-render report.md / report.html from a results.json
     perfkit paired SCENARIO/BASE SCENARIO/VARIANT [--workload W] [--rounds N] [--max-cost 0.05]
+    perfkit merge A.json B.json ... [--json OUT] [--threshold EXPR]... [-L]
+    perfkit distributed --scheduler tcp://HOST:8786 [--workers A,B] [--json OUT] [--threshold EXPR]... -- ENGINE_ARGS
 
 Exit status: 0 done, 1 some system failed / a regression with --fail-on-slower / a paired cost not shown
-within --max-cost, 2 bad input, 130 Ctrl-C.
+within --max-cost / a load segment failed, 2 bad input, 3 a load threshold failed (merge, distributed), 130 Ctrl-C.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import ipaddress
 import os
 import signal
 import socket
+import subprocess
 import sys
 
 from . import compare as compare_mod
@@ -102,7 +105,8 @@ def bench_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="perfkit", description="Run the perfkit bench: every registered service "
                                 "against its peers and floor; writes results.json, report.md and report.html.",
                                 epilog="Other commands: 'perfkit compare A B', 'perfkit report DIR', "
-                                "'perfkit paired A B'.")
+                                "'perfkit paired A B', 'perfkit merge A.json B.json', "
+                                "'perfkit distributed --scheduler ADDR -- ENGINE_ARGS'.")
     p.add_argument("--suite", choices=sorted(SUITES), default="quick", help="quick (default, <= 10 min) or full")
     p.add_argument("--only", action="append", metavar="NAME",
                    help="a scenario, SCENARIO/SYSTEM or a system name (repeatable; default: everything)")
@@ -419,6 +423,105 @@ def run_paired(argv: list[str]) -> int:
     return 1 if rec["verdict"] in ("over", "undecided") else 0
 
 
+def _merge_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", metavar="OUT", help="write the merged result there")
+    p.add_argument("--threshold", action="append", default=[], metavar="EXPR",
+                   help="a perfkit-load threshold judged on the merged result (repeatable); exit 3 when one fails")
+    p.add_argument("--bin", action="append", type=_bin, default=[], metavar="NAME=PATH",
+                   help="where perfkit-load is (here, for the merge)")
+
+
+def run_merge(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="perfkit merge",
+                                description="Merge the --json results of the segments of one perfkit-load run "
+                                            "(perfkit-load --segment I/N) into one result, losslessly.")
+    p.add_argument("files", nargs="+", metavar="SEGMENT.json", help="one result per segment")
+    _merge_options(p)
+    p.add_argument("-L", "--latency", action="store_true", help="print the latency distribution and spectrum")
+    a = p.parse_args(argv)
+    load_bin, err = _load_engine(resolve_bins(dict(a.bin)))
+    if err:
+        print(f"perfkit merge: error: {err}", file=sys.stderr)
+        return 2
+    cmd = [load_bin, "merge"] + [_user_path(f) for f in a.files]
+    if a.json:
+        cmd += ["--json", _user_path(a.json)]
+    for expr in a.threshold:
+        cmd += ["--threshold", expr]
+    if a.latency:
+        cmd.append("-L")
+    try:
+        return subprocess.run(cmd, stdin=subprocess.DEVNULL).returncode
+    except OSError as e:
+        print(f"perfkit merge: error: cannot run {load_bin}: {e.strerror or e}", file=sys.stderr)
+        return 1
+
+
+def distributed_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="perfkit distributed",
+        usage="perfkit distributed --scheduler ADDR [options] -- ENGINE_ARGS...",
+        description="Run one perfkit-load run split into segments, one per Dask worker (one worker per load host), "
+                    "all starting at the same wall-clock time, and merge their results. ENGINE_ARGS are "
+                    "perfkit-load's flags and URL, as for one process.")
+    p.add_argument("--scheduler", required=True, metavar="ADDR", help="the Dask scheduler, e.g. tcp://HOST:8786")
+    p.add_argument("--workers", metavar="A,B,...",
+                   help="worker addresses or names, one segment each (default: every worker of the scheduler)")
+    p.add_argument("--engine", default="perfkit-load", metavar="PATH",
+                   help="the load engine on the workers (default: perfkit-load on their PATH)")
+    p.add_argument("--start-delay", type=_positive, default=3.0, metavar="S",
+                   help="seconds from now to the common start of the schedule (default 3)")
+    p.add_argument("--deadline", type=_positive, default=3600.0, metavar="S",
+                   help="give up when a segment is not back this many seconds after the start (default 3600)")
+    _merge_options(p)
+    return p
+
+
+def run_distributed(argv: list[str]) -> int:
+    if "--" not in argv:
+        ours, engine_args = argv, []
+    else:
+        cut = argv.index("--")
+        ours, engine_args = argv[:cut], argv[cut + 1:]
+    p = distributed_parser()
+    a = p.parse_args(ours)
+    if not engine_args:
+        p.error("give perfkit-load's flags and URL after --, e.g. -- -c 16 -R 2000 -d 10s http://HOST:PORT/")
+    load_bin, err = _load_engine(resolve_bins(dict(a.bin)))
+    if err:
+        print(f"perfkit distributed: error: {err}", file=sys.stderr)
+        return 2
+    from distributed import Client  # Dask: imported by this command only
+
+    from . import distributed as dist
+
+    def say(msg: str) -> None:
+        print(f"perfkit distributed: {msg}", file=sys.stderr)
+
+    try:
+        dist.check_engine_args(engine_args)
+        try:
+            client = Client(a.scheduler, timeout=15)
+        except (OSError, TimeoutError) as e:
+            raise dist.DistributedError(f"cannot reach the Dask scheduler {a.scheduler}: {e}") from None
+        except ValueError as e:
+            raise dist.DistributedError(f"--scheduler {a.scheduler!r}: {e}", 2) from None
+        with client:
+            status, _, text = dist.run_distributed(
+                client, engine_args, workers=a.workers.split(",") if a.workers else None, engine=a.engine,
+                merge_engine=load_bin, json_out=_user_path(a.json) if a.json else None, thresholds=a.threshold,
+                start_delay=a.start_delay, deadline=a.deadline, say=say)
+    except dist.DistributedError as e:
+        print(f"perfkit distributed: error: {e}", file=sys.stderr)
+        return e.status
+    except KeyboardInterrupt:
+        print("perfkit distributed: interrupted (segments already running finish their run on the workers)",
+              file=sys.stderr)
+        return 130
+    sys.stdout.write(text)
+    return status
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "paired":
@@ -427,6 +530,10 @@ def main(argv: list[str] | None = None) -> int:
         return run_compare(argv[1:])
     if argv and argv[0] == "report":
         return run_report(argv[1:])
+    if argv and argv[0] == "merge":
+        return run_merge(argv[1:])
+    if argv and argv[0] == "distributed":
+        return run_distributed(argv[1:])
     if argv and argv[0] == "bench":
         argv = argv[1:]
     return run_bench(argv)

@@ -17,7 +17,7 @@ def load_bin() -> str | None:
     return os.path.abspath(p) if p else None
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def perfkit_load():
     p = load_bin()
     assert p and os.access(p, os.X_OK), \
