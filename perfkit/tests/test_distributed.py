@@ -183,3 +183,23 @@ def test_cli_merge_refuses_a_segment_given_twice(perfkit_load, segment_files, tm
                  "--bin", f"perfkit-load={perfkit_load}"], timeout=60)
     assert r.returncode == 2, r.stdout + r.stderr
     assert "given twice" in r.stderr
+
+
+def test_the_merged_interval_log_reads_with_the_hdrhistogram_package(perfkit_load, segment_files, tmp_path):
+    """--hdr-log is HdrHistogram's interval-log format: the Python package reads it back, interval by interval,
+    with the counts and values of the result's time series."""
+    from hdrh.histogram import HdrHistogram
+    from hdrh.log import HistogramLogReader
+
+    log, out = tmp_path / "merged.hlog", tmp_path / "merged.json"
+    r = subprocess.run([perfkit_load, "merge", "--hdr-log", str(log), "--json", str(out),
+                        str(segment_files["a0"]), str(segment_files["a1"])], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    merged = json.loads(out.read_text())
+    reader = HistogramLogReader(str(log), HdrHistogram(1, 3_600_000_000, 3))
+    got = []
+    while (h := reader.get_next_interval_histogram()) is not None:
+        got.append((h.get_total_count(), h.get_value_at_percentile(99)))
+    want = [(iv["requests"] + iv["outcomes"]["timeout"] + iv["outcomes"]["unfinished"], iv["percentiles_us"]["p99"])
+            for iv in merged["intervals"]]
+    assert got == want and got, (got, want)

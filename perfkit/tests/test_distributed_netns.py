@@ -198,6 +198,8 @@ def test_merged_p99_equals_the_single_process_p99_across_hosts(network, perfkit_
                                                     json_out=str(tmp_path / "merged.json"), start_at=start,
                                                     deadline=90)
         assert status == 0, text
+        print(f"single process: intended {single['intended']} p99 {_p99(single)} us; "
+              f"two hosts merged: intended {merged['intended']} p99 {_p99(merged)} us")
         assert merged["segment"]["index"] == [0, 1]
         assert merged["intended"] == single["intended"] == sum(merged["outcomes"].values())
         # both see the stall, and the merged histogram gives the single process's p99 (3 significant digits of
