@@ -61,6 +61,21 @@ pub struct Args {
     /// Start the schedule at this wall-clock time (Unix seconds), to align segments on several hosts
     #[arg(long = "start-at", value_name = "UNIX_TIME")]
     pub start_at: Option<f64>,
+    /// TLS: accept any server certificate (the connection is encrypted, not authenticated)
+    #[arg(short = 'k', long = "insecure")]
+    pub insecure: bool,
+    /// TLS: trust the CA certificates in this PEM file instead of the built-in web roots
+    #[arg(long = "cacert", value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// TLS: client certificate chain (PEM), with --key
+    #[arg(long = "cert", value_name = "FILE", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// TLS: client private key (PEM), with --cert
+    #[arg(long = "key", value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
+    /// TLS: server name to send (SNI) and verify, instead of the URL's host
+    #[arg(long = "server-name", value_name = "NAME")]
+    pub server_name: Option<String>,
     /// Add a header to the request, "Name: value" (repeatable)
     #[arg(short = 'H', long = "header")]
     pub headers: Vec<String>,
@@ -94,7 +109,7 @@ pub struct Args {
     /// Scenario name, used as the `scenario` label of the live metrics and in the JSON
     #[arg(long = "scenario", default_value = "default")]
     pub scenario: String,
-    /// Target URL (http://host[:port]/path, or ws://... with --ws)
+    /// Target URL (http:// or https://host[:port]/path, or ws://, wss://... with --ws)
     pub url: String,
 }
 
@@ -128,11 +143,24 @@ fn is_token(s: &str) -> bool {
 pub fn validate(args: &Args) -> Result<Config, String> {
     let url = url::Url::parse(&args.url).map_err(|e| format!("invalid URL {:?}: {e}", args.url))?;
     match (url.scheme(), args.ws) {
-        ("http", false) | ("ws", true) => {}
-        ("https", _) | ("wss", _) => return Err(format!("TLS is not supported: use http:// or ws:// (got {})", args.url)),
-        ("http", true) => return Err("--ws needs a ws:// URL".into()),
-        ("ws", false) => return Err("a ws:// URL needs --ws".into()),
-        (s, _) => return Err(format!("unsupported URL scheme {s:?}: use http:// (or ws:// with --ws)")),
+        ("http" | "https", false) | ("ws" | "wss", true) => {}
+        ("http" | "https", true) => return Err("--ws needs a ws:// or wss:// URL".into()),
+        ("ws" | "wss", false) => return Err("a ws:// or wss:// URL needs --ws".into()),
+        (s, _) => return Err(format!("unsupported URL scheme {s:?}: use http:// or https:// (or ws://, wss:// with --ws)")),
+    }
+    let tls = matches!(url.scheme(), "https" | "wss").then(|| crate::transport::TlsOptions {
+        insecure: args.insecure,
+        cacert: args.cacert.clone(),
+        client_cert: args.cert.clone().zip(args.key.clone()),
+        server_name: args.server_name.clone(),
+        alpn: Vec::new(),
+    });
+    if tls.is_none() && (args.insecure || args.cacert.is_some() || args.cert.is_some() || args.server_name.is_some()) {
+        return Err("TLS flags (--insecure, --cacert, --cert, --key, --server-name) need an https:// or wss:// URL".into());
+    }
+    if let Some(t) = &tls {
+        // Bad files are reported now, before any connection.
+        crate::transport::client_config(t)?;
     }
     if url.host_str().is_none_or(|h| h.is_empty()) {
         return Err(format!("the URL {:?} has no host", args.url));
@@ -264,6 +292,7 @@ pub fn validate(args: &Args) -> Result<Config, String> {
         lateness_limit,
         segment,
         start_at: args.start_at,
+        tls,
         scenario: args.scenario.clone(),
         metrics_addr,
     })

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::recording::{Outcome, Recorder};
 use crate::schedule::Pacer;
+use crate::transport::ConnectTimes;
 
 /// Back-off between reconnect attempts: 10 ms doubling up to 1 s.
 struct Backoff(Duration);
@@ -95,10 +96,16 @@ impl Driver {
 
     /// Open a new connection. A failed attempt is the outcome of the request it was for (the next
     /// one due), then the driver backs off; `None` when the attempt failed or the run ended.
-    pub async fn reconnect<C, E, F: Future<Output = Result<C, E>>>(&mut self, connect: F) -> Option<C> {
+    pub async fn reconnect<C, E, F>(&mut self, connect: F) -> Option<C>
+    where
+        F: Future<Output = Result<(C, ConnectTimes), E>>,
+    {
         let deadline = (Instant::now() + self.connect_timeout).min(self.end);
         match tokio::time::timeout_at(at(deadline), connect).await {
-            Ok(Ok(c)) => Some(c),
+            Ok(Ok((c, times))) => {
+                self.rec().connected(times);
+                Some(c)
+            }
             _ => {
                 if Instant::now() < self.end && self.peek().is_some() {
                     let intended = self.take();

@@ -2,14 +2,13 @@
 //! responses parsed with `httparse` (Content-Length, chunked, read-until-close bodies).
 
 use std::io;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use crate::driver::Driver;
+use crate::transport::{ConnectTimes, Connector, Stream};
 use crate::recording::Outcome;
 
 const MAX_HEADERS: usize = 100;
@@ -18,7 +17,7 @@ const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// What every connection of a run sends.
 #[derive(Debug)]
 pub struct HttpTarget {
-    pub addr: SocketAddr,
+    pub connector: Connector,
     /// The complete request, rendered once.
     pub request: Vec<u8>,
     /// HEAD requests get responses without a body.
@@ -29,7 +28,7 @@ impl HttpTarget {
     /// Render the request bytes. `path` includes the query; `headers` are sent as given; a
     /// `Host` header (unless given) and a `Content-Length` (when there is a body) are added.
     pub fn new(
-        addr: SocketAddr,
+        connector: Connector,
         method: &str,
         host_header: &str,
         path: &str,
@@ -52,7 +51,7 @@ impl HttpTarget {
         }
         req.extend_from_slice(b"\r\n");
         req.extend_from_slice(body);
-        HttpTarget { addr, request: req, head: method.eq_ignore_ascii_case("HEAD") }
+        HttpTarget { connector, request: req, head: method.eq_ignore_ascii_case("HEAD") }
     }
 }
 
@@ -84,7 +83,7 @@ impl std::fmt::Display for ReadError {
 
 /// One keep-alive connection with its read buffer.
 pub struct HttpConn {
-    stream: TcpStream,
+    stream: Stream,
     buf: Vec<u8>,
     start: usize,
 }
@@ -97,10 +96,9 @@ enum Framing {
 }
 
 impl HttpConn {
-    pub async fn connect(addr: SocketAddr) -> io::Result<HttpConn> {
-        let stream = TcpStream::connect(addr).await?;
-        stream.set_nodelay(true)?;
-        Ok(HttpConn { stream, buf: Vec::with_capacity(16 * 1024), start: 0 })
+    pub async fn connect(connector: &Connector) -> io::Result<(HttpConn, ConnectTimes)> {
+        let (stream, times) = connector.connect().await?;
+        Ok((HttpConn { stream, buf: Vec::with_capacity(16 * 1024), start: 0 }, times))
     }
 
     pub async fn send(&mut self, request: &[u8]) -> io::Result<()> {
@@ -303,7 +301,7 @@ pub async fn run_connection(initial: HttpConn, target: Arc<HttpTarget>, mut d: D
     let mut conn = Some(initial);
     while let Some(intended) = d.peek() {
         if conn.is_none() {
-            conn = d.reconnect(HttpConn::connect(target.addr)).await;
+            conn = d.reconnect(HttpConn::connect(&target.connector)).await;
             continue;
         }
         d.wait_until(intended).await;

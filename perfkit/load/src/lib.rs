@@ -4,6 +4,7 @@
 //! - [`schedule`]: pacing, when each request of each connection is meant to go out (rate profile,
 //!   stages, constant or Poisson arrivals, segments);
 //! - [`driver`]: what every connection loop shares (schedule, reconnects, end-of-run accounting);
+//! - [`transport`]: TCP and TLS (rustls) connections, connect and handshake times;
 //! - [`http`]: HTTP/1.1 keep-alive connection (request rendering, response parsing, the per-connection loop);
 //! - [`ws`]: WebSocket JSON-RPC connection (ids, matching, many calls in flight);
 //! - [`recording`]: per-thread HdrHistograms and outcome counts (total, per stage, per interval);
@@ -26,6 +27,7 @@ pub mod recording;
 pub mod report;
 pub mod schedule;
 pub mod thresholds;
+pub mod transport;
 pub mod ws;
 
 use std::cell::RefCell;
@@ -81,6 +83,8 @@ pub struct Config {
     pub segment: (usize, usize),
     /// Wall-clock time (Unix seconds) at which the schedule starts (`--start-at`).
     pub start_at: Option<f64>,
+    /// TLS settings (`https://`, `wss://`); `None` for plain connections.
+    pub tls: Option<transport::TlsOptions>,
     pub scenario: String,
     pub metrics_addr: Option<SocketAddr>,
 }
@@ -89,7 +93,8 @@ impl Config {
     /// A constant-rate HTTP GET configuration with the defaults of the CLI.
     pub fn new(url: &str, rate: Option<f64>) -> Result<Config, String> {
         let url = url::Url::parse(url).map_err(|e| format!("invalid URL {url:?}: {e}"))?;
-        let mode = if url.scheme() == "ws" { Mode::Ws } else { Mode::Http };
+        let mode = if matches!(url.scheme(), "ws" | "wss") { Mode::Ws } else { Mode::Http };
+        let tls = matches!(url.scheme(), "https" | "wss").then(transport::TlsOptions::default);
         Ok(Config {
             url,
             mode,
@@ -110,6 +115,7 @@ impl Config {
             lateness_limit: Duration::from_millis(10),
             segment: (0, 1),
             start_at: None,
+            tls,
             scenario: "default".into(),
             metrics_addr: None,
         })
@@ -177,6 +183,7 @@ pub fn resolve(url: &url::Url) -> Result<SocketAddr, LoadError> {
     let addrs = url
         .socket_addrs(|| match url.scheme() {
             "http" | "ws" => Some(80),
+            "https" | "wss" => Some(443),
             _ => None,
         })
         .map_err(|e| LoadError::Setup(format!("cannot resolve {}: {e}", url.host_str().unwrap_or(""))))?;
@@ -187,6 +194,14 @@ pub fn resolve(url: &url::Url) -> Result<SocketAddr, LoadError> {
 }
 
 fn build_target(cfg: &Config, addr: SocketAddr) -> Result<Target, LoadError> {
+    let host = cfg.url.host_str().unwrap_or("");
+    let mut tls = cfg.tls.clone();
+    if let (Some(t), Mode::Http) = (&mut tls, cfg.mode) {
+        if t.alpn.is_empty() {
+            t.alpn = vec![b"http/1.1".to_vec()];
+        }
+    }
+    let connector = transport::Connector::new(addr, host, tls.as_ref()).map_err(LoadError::Usage)?;
     match cfg.mode {
         Mode::Http => {
             let host = cfg.url.host_str().unwrap_or("");
@@ -201,7 +216,7 @@ fn build_target(cfg: &Config, addr: SocketAddr) -> Result<Target, LoadError> {
                 path.push_str(q);
             }
             Ok(Target::Http(Arc::new(HttpTarget::new(
-                addr,
+                connector,
                 &cfg.method,
                 &host_header,
                 &path,
@@ -218,7 +233,7 @@ fn build_target(cfg: &Config, addr: SocketAddr) -> Result<Target, LoadError> {
             };
             let template = RpcTemplate::parse(&text).map_err(LoadError::Usage)?;
             Ok(Target::Ws(Arc::new(WsTarget {
-                addr,
+                connector,
                 url: cfg.url.to_string(),
                 headers: cfg.headers.clone(),
                 template,
@@ -227,10 +242,10 @@ fn build_target(cfg: &Config, addr: SocketAddr) -> Result<Target, LoadError> {
     }
 }
 
-async fn open(target: &Target) -> Result<Conn, String> {
+async fn open(target: &Target) -> Result<(Conn, transport::ConnectTimes), String> {
     match target {
-        Target::Http(t) => HttpConn::connect(t.addr).await.map(Conn::Http).map_err(|e| e.to_string()),
-        Target::Ws(t) => ws::connect(t).await.map(|s| Conn::Ws(Box::new(s))),
+        Target::Http(t) => HttpConn::connect(&t.connector).await.map(|(c, t)| (Conn::Http(c), t)).map_err(|e| e.to_string()),
+        Target::Ws(t) => ws::connect(t).await.map(|(s, t)| (Conn::Ws(Box::new(s)), t)),
     }
 }
 
@@ -291,7 +306,8 @@ fn worker(
         let scheduled = plan.profile.is_some();
         let rec = Rc::new(RefCell::new(Recorder::new(timing.window.clone(), scheduled, plan.observer.clone())));
         let mut tasks = Vec::new();
-        for (conn, &index) in conns.into_iter().zip(plan.conns.iter()) {
+        for ((conn, times), &index) in conns.into_iter().zip(plan.conns.iter()) {
+            rec.borrow_mut().connected(times);
             let pacer = match &plan.profile {
                 Some(p) => Pacer::Scheduled(Schedule::new(timing.start, p.clone(), plan.arrivals, index, plan.connections)),
                 None => Pacer::Max,

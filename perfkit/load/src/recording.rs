@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
+use crate::transport::ConnectTimes;
+
 /// Lowest and highest trackable latency in microseconds, and the precision.
 pub const HIST_LOW_US: u64 = 1;
 pub const HIST_HIGH_US: u64 = 3_600_000_000;
@@ -203,6 +205,29 @@ impl Interval {
     }
 }
 
+/// Connection set-up over the run: TCP connect and TLS handshake times (µs).
+#[derive(Clone)]
+pub struct Connects {
+    pub tcp: Histogram<u64>,
+    pub tls: Histogram<u64>,
+    /// TLS handshakes that resumed an earlier session.
+    pub resumed: u64,
+}
+
+impl Default for Connects {
+    fn default() -> Self {
+        Connects { tcp: new_histogram(), tls: new_histogram(), resumed: 0 }
+    }
+}
+
+impl Connects {
+    pub fn merge(&mut self, other: &Connects) {
+        self.tcp.add(&other.tcp).expect("same layout");
+        self.tls.add(&other.tls).expect("same layout");
+        self.resumed += other.resumed;
+    }
+}
+
 /// The measured window and how requests in it are filed.
 #[derive(Clone, Debug)]
 pub struct Window {
@@ -231,6 +256,7 @@ pub struct Recorder {
     pub unmatched: u64,
     /// WebSocket answers to calls already counted as timeouts.
     pub late_answers: u64,
+    pub connects: Connects,
     window: Option<Window>,
     observer: Option<Arc<dyn Observer>>,
 }
@@ -294,6 +320,15 @@ impl Recorder {
         self.file(Outcome::Unfinished, intended, corrected, uncorrected, 0);
     }
 
+    /// A connection was opened (at the start or on a reconnect): how long it took.
+    pub fn connected(&mut self, t: ConnectTimes) {
+        self.connects.tcp.saturating_record(micros(t.tcp));
+        if let Some((tls, resumed)) = t.tls {
+            self.connects.tls.saturating_record(micros(tls));
+            self.connects.resumed += u64::from(resumed);
+        }
+    }
+
     /// Record raw latencies (microseconds) into the total, without any window.
     pub fn record_latency_us(&mut self, outcome: Outcome, corrected_us: u64, uncorrected_us: u64) {
         self.total.add(outcome, Some(corrected_us), Some(uncorrected_us), 0);
@@ -350,6 +385,7 @@ impl Recorder {
         }
         self.unmatched += other.unmatched;
         self.late_answers += other.late_answers;
+        self.connects.merge(&other.connects);
     }
 }
 

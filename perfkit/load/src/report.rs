@@ -133,6 +133,18 @@ pub struct IntervalResult {
     pub hdr: String,
 }
 
+/// Connections opened during the run (at the start and on reconnects) and how long that took.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConnectionsResult {
+    pub opened: u64,
+    /// TCP connect time.
+    pub connect: LatencySummary,
+    /// TLS handshake time; `null` without TLS.
+    pub tls_handshake: Option<LatencySummary>,
+    /// TLS handshakes that resumed an earlier session.
+    pub tls_resumed: u64,
+}
+
 /// A `--threshold` and its verdict.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ThresholdResult {
@@ -179,6 +191,7 @@ pub struct RunResult {
     /// Actual send − intended send (the engine's own lateness); `null` in closed-loop mode.
     pub send_lateness: Option<LatencySummary>,
     pub histogram: HistogramLayout,
+    pub connections_opened: ConnectionsResult,
     pub stages: Vec<StageResult>,
     pub intervals: Vec<IntervalResult>,
     pub thresholds: Vec<ThresholdResult>,
@@ -333,6 +346,12 @@ pub fn build_result(info: &RunInfo, rec: &Recorder) -> RunResult {
             significant_digits: HIST_SIGFIG,
             encoding: "HdrHistogram V2 compressed (deflate), base64".into(),
         },
+        connections_opened: ConnectionsResult {
+            opened: rec.connects.tcp.len(),
+            connect: summarize(&rec.connects.tcp),
+            tls_handshake: (!rec.connects.tls.is_empty()).then(|| summarize(&rec.connects.tls)),
+            tls_resumed: rec.connects.resumed,
+        },
         stages,
         intervals: rec.intervals.iter().enumerate().map(|(n, iv)| interval_result(n, info.interval_s, iv)).collect(),
         thresholds: vec![],
@@ -362,6 +381,12 @@ pub fn recorder_of(r: &RunResult) -> Result<Recorder, String> {
     rec.send_lateness = r.send_lateness.as_ref().map(|s| decode_histogram(&s.hdr)).transpose()?;
     rec.unmatched = r.unmatched;
     rec.late_answers = r.late_answers;
+    let c = &r.connections_opened;
+    rec.connects.tcp = decode_histogram(&c.connect.hdr)?;
+    if let Some(tls) = &c.tls_handshake {
+        rec.connects.tls = decode_histogram(&tls.hdr)?;
+    }
+    rec.connects.resumed = c.tls_resumed;
     if r.stages.len() > 1 {
         for s in &r.stages {
             rec.stages.push(tally(counts(&s.outcomes), &s.latency, s.bytes_read)?);
@@ -524,6 +549,28 @@ fn accounting(out: &mut String, r: &RunResult) {
             r.achieved_rate,
             if held { "held" } else { "NOT held" }
         );
+    }
+    let c = &r.connections_opened;
+    let _ = write!(
+        out,
+        "  Connections: {} opened, connect p50 {}, max {}",
+        c.opened,
+        fmt_us(c.connect.percentiles_us.p50 as f64),
+        fmt_us(c.connect.max_us as f64)
+    );
+    match &c.tls_handshake {
+        Some(h) => {
+            let p = &h.percentiles_us;
+            let _ = writeln!(
+                out,
+                "; TLS handshake p50 {}, p99 {}, max {} ({} resumed)",
+                fmt_us(p.p50 as f64),
+                fmt_us(p.p99 as f64),
+                fmt_us(p.max as f64),
+                c.tls_resumed
+            );
+        }
+        None => out.push('\n'),
     }
     if let Some(l) = &r.send_lateness {
         let p = &l.percentiles_us;

@@ -2,23 +2,22 @@
 //! with a fresh `id` each, many may be in flight, responses are matched by `id`.
 
 use std::collections::{HashMap, HashSet};
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
-use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
 use crate::driver::Driver;
+use crate::transport::{ConnectTimes, Connector, Stream};
 use crate::recording::Outcome;
 use crate::schedule::request_number;
 
-pub type WsStream = WebSocketStream<TcpStream>;
+pub type WsStream = WebSocketStream<Stream>;
 
 /// The call template: a JSON-RPC request object whose `id` is replaced per call.
 #[derive(Debug, Clone)]
@@ -57,16 +56,15 @@ impl RpcTemplate {
 /// What every WebSocket connection of a run uses.
 #[derive(Debug)]
 pub struct WsTarget {
-    pub addr: SocketAddr,
+    pub connector: Connector,
     pub url: String,
     pub headers: Vec<(String, String)>,
     pub template: RpcTemplate,
 }
 
-/// Open the TCP connection and do the WebSocket handshake.
-pub async fn connect(target: &WsTarget) -> Result<WsStream, String> {
-    let tcp = TcpStream::connect(target.addr).await.map_err(|e| e.to_string())?;
-    tcp.set_nodelay(true).map_err(|e| e.to_string())?;
+/// Open the connection (TCP, TLS) and do the WebSocket handshake.
+pub async fn connect(target: &WsTarget) -> Result<(WsStream, ConnectTimes), String> {
+    let (stream, times) = target.connector.connect().await.map_err(|e| e.to_string())?;
     let mut req = target.url.as_str().into_client_request().map_err(|e| e.to_string())?;
     for (k, v) in &target.headers {
         let name: tokio_tungstenite::tungstenite::http::HeaderName =
@@ -74,8 +72,8 @@ pub async fn connect(target: &WsTarget) -> Result<WsStream, String> {
         let value = HeaderValue::from_str(v).map_err(|_| format!("invalid header value for {k}"))?;
         req.headers_mut().insert(name, value);
     }
-    let (ws, _resp) = tokio_tungstenite::client_async(req, tcp).await.map_err(|e| e.to_string())?;
-    Ok(ws)
+    let (ws, _resp) = tokio_tungstenite::client_async(req, stream).await.map_err(|e| e.to_string())?;
+    Ok((ws, times))
 }
 
 #[derive(Deserialize)]
