@@ -22,8 +22,8 @@ ROOT = Path(os.path.abspath(__file__)).parent.parent.parent
 LAUNCHER = ROOT / "tools" / "bazel"
 
 # Commands run by the rules (ldc2, bazel-4), the tests (prometheus, promtool, nginx, taskset, node) and the bench
-# targets (wrk, nginx). Keep in step with what the code runs.
-COMMANDS = ["bazel-4", "ldc2", "prometheus", "promtool", "nginx", "wrk", "taskset", "node", "ip"]
+# targets (wrk, nginx, h2load, openssl). Keep in step with what the code runs.
+COMMANDS = ["bazel-4", "ldc2", "prometheus", "promtool", "nginx", "wrk", "taskset", "node", "ip", "h2load", "openssl"]
 # Toolchains the machine image ships; tools/bazel checks they are on PATH but installs none of them. Under
 # Bazel, python3, rustc and cargo are found through @toolchains (test actions see a fixed PATH).
 TOOLCHAINS = ["python3", "cargo", "rustc", "cc", "node", "npm"]

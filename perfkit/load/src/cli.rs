@@ -13,9 +13,9 @@ use crate::{Config, LoadError, Mode};
 #[derive(Parser, Debug)]
 #[command(name = "perfkit-load", version, about, long_about = None)]
 pub struct Args {
-    /// Number of threads to use
-    #[arg(short = 't', long = "threads", default_value_t = 2)]
-    pub threads: usize,
+    /// Number of threads to use [default: the CPUs this process may use, at most one per connection]
+    #[arg(short = 't', long = "threads")]
+    pub threads: Option<usize>,
     /// Connections to keep open (total, spread over the threads)
     #[arg(short = 'c', long = "connections", default_value_t = 10)]
     pub connections: usize,
@@ -34,7 +34,7 @@ pub struct Args {
     /// How requests arrive: constant (evenly spaced, wrk2) or poisson (seeded, see --seed)
     #[arg(long = "arrivals", default_value = "constant", value_parser = ["constant", "poisson"])]
     pub arrivals: String,
-    /// Seed of the Poisson arrivals (same seed, same schedule)
+    /// Seed of the Poisson arrivals and of the --requests picks and template fields (same seed, same schedule and requests)
     #[arg(long = "seed", default_value_t = 1)]
     pub seed: u64,
     /// After the end, wait this long for answers still in flight, e.g. 2s
@@ -94,6 +94,12 @@ pub struct Args {
     /// Request body: @FILE reads a file, anything else is sent as is. With --ws: the JSON-RPC call template
     #[arg(long = "body")]
     pub body: Option<String>,
+    /// Vary the requests: JSON Lines (method, url or path, headers, body or body_file, weight, label) or vegeta targets FILE
+    #[arg(long = "requests", value_name = "FILE")]
+    pub requests: Option<PathBuf>,
+    /// How --requests entries are picked [default: round-robin when all weights are equal, else weighted]
+    #[arg(long = "pick", value_parser = ["round-robin", "weighted"])]
+    pub pick: Option<String>,
     /// Warm-up before the measured duration (load runs, nothing is recorded)
     #[arg(long = "warmup", default_value = "0s")]
     pub warmup: String,
@@ -106,6 +112,18 @@ pub struct Args {
     /// WebSocket JSON-RPC 2.0 mode (ws:// URL)
     #[arg(long = "ws")]
     pub ws: bool,
+    /// HTTP/2: prior knowledge over http://, ALPN h2 over https://
+    #[arg(long = "h2")]
+    pub h2: bool,
+    /// HTTP/2: concurrent streams per connection, each with its own schedule (one request in flight per stream)
+    #[arg(long = "streams", value_name = "N", default_value_t = 1)]
+    pub streams: usize,
+    /// HTTP/2: initial stream flow-control window in bytes, k/m suffixes for KiB/MiB [default: 65535]
+    #[arg(long = "h2-window", value_name = "BYTES")]
+    pub h2_window: Option<String>,
+    /// HTTP/2: connection flow-control window in bytes, k/m suffixes for KiB/MiB [default: 65535]
+    #[arg(long = "h2-conn-window", value_name = "BYTES")]
+    pub h2_conn_window: Option<String>,
     /// Scenario name, used as the `scenario` label of the live metrics and in the JSON
     #[arg(long = "scenario", default_value = "default")]
     pub scenario: String,
@@ -165,16 +183,21 @@ pub fn validate(args: &Args) -> Result<Config, String> {
     if url.host_str().is_none_or(|h| h.is_empty()) {
         return Err(format!("the URL {:?} has no host", args.url));
     }
-    if args.threads == 0 {
+    let segment = args.segment.as_deref().map(crate::schedule::parse_segment).transpose()?.unwrap_or((0, 1));
+    let mine = crate::schedule::connections_of_segment(segment.0, segment.1, args.connections).len();
+    let threads = args.threads.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, |n| n.get()).min(mine).max(1)
+    });
+    if threads == 0 {
         return Err("threads (-t) must be at least 1".into());
     }
     if args.connections == 0 {
         return Err("connections (-c) must be at least 1".into());
     }
-    if args.connections < args.threads {
+    if args.connections < threads {
         return Err(format!(
             "connections (-c {}) must be >= threads (-t {})",
-            args.connections, args.threads
+            args.connections, threads
         ));
     }
     let stages = args.stages.as_deref().map(crate::schedule::parse_stages).transpose()?;
@@ -205,15 +228,13 @@ pub fn validate(args: &Args) -> Result<Config, String> {
     if args.max && args.arrivals == "poisson" {
         return Err("--arrivals poisson needs a rate (-R or --stages), not --max".into());
     }
-    let segment = args.segment.as_deref().map(crate::schedule::parse_segment).transpose()?.unwrap_or((0, 1));
     if args.connections < segment.1 {
         return Err(format!("connections (-c {}) must be >= the segment count {}", args.connections, segment.1));
     }
-    let mine = crate::schedule::connections_of_segment(segment.0, segment.1, args.connections).len();
-    if mine < args.threads {
+    if mine < threads {
         return Err(format!(
             "connections (-c {}) must be >= threads (-t {}) in each segment (this one runs {mine})",
-            args.connections, args.threads
+            args.connections, threads
         ));
     }
     if let Some(t) = args.start_at {
@@ -261,6 +282,23 @@ pub fn validate(args: &Args) -> Result<Config, String> {
         },
     };
     let mode = if args.ws { Mode::Ws } else { Mode::Http };
+    let requests = match &args.requests {
+        None if args.pick.is_some() => return Err("--pick needs --requests".into()),
+        None => None,
+        Some(_) if args.ws => {
+            return Err("--requests is for HTTP, not --ws (each JSON-RPC call already gets its own id)".into())
+        }
+        Some(path) => {
+            let pick = args.pick.as_deref().map(crate::requests::PickMode::parse).transpose()?;
+            let method = args.method.to_ascii_uppercase();
+            let defaults = crate::requests::Defaults { url: &url, method: &method, headers: &headers, body: &body };
+            Some(std::sync::Arc::new(crate::requests::RequestSet::load(path, &defaults, pick, args.seed)?))
+        }
+    };
+    let h2_window = args.h2_window.as_deref().map(|w| crate::h2conn::parse_window("--h2-window", w)).transpose()?;
+    let h2_conn_window =
+        args.h2_conn_window.as_deref().map(|w| crate::h2conn::parse_window("--h2-conn-window", w)).transpose()?;
+    crate::h2conn::check(args.h2, args.ws, args.streams, [h2_window, h2_conn_window])?;
     if mode == Mode::Ws && !body.is_empty() {
         let text = std::str::from_utf8(&body).map_err(|_| "the JSON-RPC template is not UTF-8".to_string())?;
         crate::ws::RpcTemplate::parse(text)?;
@@ -272,7 +310,7 @@ pub fn validate(args: &Args) -> Result<Config, String> {
     Ok(Config {
         url,
         mode,
-        threads: args.threads,
+        threads,
         connections: args.connections,
         duration,
         warmup,
@@ -295,6 +333,11 @@ pub fn validate(args: &Args) -> Result<Config, String> {
         tls,
         scenario: args.scenario.clone(),
         metrics_addr,
+        requests,
+        h2: args.h2,
+        streams: args.streams,
+        h2_window,
+        h2_conn_window,
     })
 }
 
@@ -462,6 +505,9 @@ where
     );
     let segment = if cfg.segment.1 > 1 { format!(" (segment {}/{})", cfg.segment.0, cfg.segment.1) } else { String::new() };
     let _ = writeln!(out, "  {} threads and {} connections{segment}", cfg.threads, cfg.connections);
+    if cfg.h2 {
+        let _ = writeln!(out, "  HTTP/2, {} streams per connection", cfg.streams);
+    }
     let _ = out.flush();
     let output = match crate::run(&cfg) {
         Ok(o) => o,

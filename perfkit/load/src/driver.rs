@@ -8,7 +8,9 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use crate::recording::{Outcome, Recorder};
+use crate::requests::{Chooser, Pick};
 use crate::schedule::Pacer;
+use crate::timer::PreciseTimer;
 use crate::transport::ConnectTimes;
 
 /// Back-off between reconnect attempts: 10 ms doubling up to 1 s.
@@ -37,16 +39,33 @@ pub struct Driver {
     pub stop: Instant,
     connect_timeout: Duration,
     backoff: Backoff,
+    timer: PreciseTimer,
+    /// `--requests`: which entry each request sends, and the pick of the request taken last.
+    requests: Option<Chooser>,
+    current: Option<Pick>,
 }
 
 impl Driver {
     pub fn new(pacer: Pacer, rec: Rc<RefCell<Recorder>>, connect_timeout: Duration) -> Driver {
         let w = rec.borrow().window().cloned().expect("a run's recorder has a window");
-        Driver { pacer, rec, next: None, end: w.end, stop: w.stop, connect_timeout, backoff: Backoff(Backoff::FIRST) }
+        Driver { pacer, rec, next: None, end: w.end, stop: w.stop, connect_timeout, backoff: Backoff(Backoff::FIRST), timer: PreciseTimer::new(), requests: None, current: None }
     }
 
+    /// The recorder, set to file under the label of the request taken last (`--requests`).
     pub fn rec(&self) -> RefMut<'_, Recorder> {
-        self.rec.borrow_mut()
+        let mut r = self.rec.borrow_mut();
+        r.set_label(self.current.map(|p| p.label));
+        r
+    }
+
+    /// Vary the requests (`--requests`): every request taken picks its entry.
+    pub fn set_requests(&mut self, chooser: Option<Chooser>) {
+        self.requests = chooser;
+    }
+
+    /// The entry of the request taken last (`None` without `--requests`).
+    pub fn pick(&self) -> Option<Pick> {
+        self.current
     }
 
     pub fn closed_loop(&self) -> bool {
@@ -73,14 +92,13 @@ impl Driver {
             Pacer::Scheduled(_) => self.next.take().expect("peek() found a request due"),
         };
         self.next = None;
+        self.current = self.requests.as_mut().map(Chooser::next_pick);
         t
     }
 
-    /// Sleep until `t` (no-op when it is past).
+    /// Sleep until `t` (no-op when it is past), to within microseconds.
     pub async fn wait_until(&self, t: Instant) {
-        if t > Instant::now() {
-            tokio::time::sleep_until(at(t)).await;
-        }
+        self.timer.sleep_until(t).await;
     }
 
     /// The connection worked: the next failure backs off from the start again.
@@ -121,12 +139,14 @@ impl Driver {
     /// end that was never sent are unfinished.
     pub fn finish(mut self, in_flight: impl IntoIterator<Item = (Instant, Instant)>) {
         let mut rec = self.rec.borrow_mut();
+        rec.set_label(self.current.map(|p| p.label));
         for (intended, sent) in in_flight {
             rec.unfinished(intended, Some(sent));
         }
         if let Pacer::Scheduled(s) = &mut self.pacer {
             let mut next = self.next.take().or_else(|| s.next());
             while let Some(t) = next.filter(|t| *t < self.end) {
+                rec.set_label(self.requests.as_mut().map(|c| c.next_pick().label));
                 rec.unfinished(t, None);
                 next = s.next();
             }

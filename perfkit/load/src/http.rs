@@ -10,6 +10,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::driver::Driver;
 use crate::transport::{ConnectTimes, Connector, Stream};
 use crate::recording::Outcome;
+use crate::requests::{RequestSet, Renderer};
 
 const MAX_HEADERS: usize = 100;
 const MAX_HEAD_BYTES: usize = 64 * 1024;
@@ -22,6 +23,8 @@ pub struct HttpTarget {
     pub request: Vec<u8>,
     /// HEAD requests get responses without a body.
     pub head: bool,
+    /// `--requests`: the requests to send instead of `request` (each connection's driver picks).
+    pub requests: Option<Arc<RequestSet>>,
 }
 
 impl HttpTarget {
@@ -51,7 +54,7 @@ impl HttpTarget {
         }
         req.extend_from_slice(b"\r\n");
         req.extend_from_slice(body);
-        HttpTarget { connector, request: req, head: method.eq_ignore_ascii_case("HEAD") }
+        HttpTarget { connector, request: req, head: method.eq_ignore_ascii_case("HEAD"), requests: None }
     }
 }
 
@@ -299,6 +302,7 @@ impl HttpConn {
 /// Drive one connection for the whole run: one request in flight at a time, on the driver's schedule.
 pub async fn run_connection(initial: HttpConn, target: Arc<HttpTarget>, mut d: Driver, timeout: Duration) {
     let mut conn = Some(initial);
+    let mut render = Renderer::default();
     while let Some(intended) = d.peek() {
         if conn.is_none() {
             conn = d.reconnect(HttpConn::connect(&target.connector)).await;
@@ -306,13 +310,17 @@ pub async fn run_connection(initial: HttpConn, target: Arc<HttpTarget>, mut d: D
         }
         d.wait_until(intended).await;
         let intended = d.take();
+        let (request, head) = match (&target.requests, d.pick()) {
+            (Some(set), Some(p)) => (render.http1(set, p), set.is_head(p)),
+            _ => (&target.request[..], target.head),
+        };
         let c = conn.as_mut().unwrap();
         let sent = Instant::now();
         d.rec().sent(intended, sent);
         let deadline = (sent + timeout).min(d.stop);
         let result = tokio::time::timeout_at(tokio::time::Instant::from_std(deadline), async {
-            c.send(&target.request).await.map_err(|_| Outcome::WriteError)?;
-            c.read_response(target.head).await.map_err(|_| Outcome::ReadError)
+            c.send(request).await.map_err(|_| Outcome::WriteError)?;
+            c.read_response(head).await.map_err(|_| Outcome::ReadError)
         })
         .await;
         let done = Instant::now();

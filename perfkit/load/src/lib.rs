@@ -4,9 +4,13 @@
 //! - [`schedule`]: pacing, when each request of each connection is meant to go out (rate profile,
 //!   stages, constant or Poisson arrivals, segments);
 //! - [`driver`]: what every connection loop shares (schedule, reconnects, end-of-run accounting);
+//! - [`timer`]: waking at an intended send time to within microseconds (timerfd);
+//! - [`usage`]: the engine's own CPU use and descriptor limit;
 //! - [`transport`]: TCP and TLS (rustls) connections, connect and handshake times;
 //! - [`http`]: HTTP/1.1 keep-alive connection (request rendering, response parsing, the per-connection loop);
+//! - [`h2conn`]: HTTP/2 connections (`--h2`), `--streams` schedule lanes per connection;
 //! - [`ws`]: WebSocket JSON-RPC connection (ids, matching, many calls in flight);
+//! - [`requests`]: request variation (`--requests FILE`): entries, picking, templates;
 //! - [`recording`]: per-thread HdrHistograms and outcome counts (total, per stage, per interval);
 //! - [`report`]: JSON result, HdrHistogram interval log and wrk2-style text;
 //! - [`thresholds`]: `--threshold` pass/fail checks;
@@ -20,14 +24,18 @@
 
 pub mod cli;
 pub mod driver;
+pub mod h2conn;
 pub mod http;
 pub mod merge;
 pub mod metrics;
 pub mod recording;
 pub mod report;
+pub mod requests;
 pub mod schedule;
 pub mod thresholds;
+pub mod timer;
 pub mod transport;
+pub mod usage;
 pub mod ws;
 
 use std::cell::RefCell;
@@ -87,6 +95,17 @@ pub struct Config {
     pub tls: Option<transport::TlsOptions>,
     pub scenario: String,
     pub metrics_addr: Option<SocketAddr>,
+    /// Vary the requests (`--requests FILE`, HTTP only): they replace `method`, `headers` and
+    /// `body`, which served as their defaults when the file was read.
+    pub requests: Option<Arc<requests::RequestSet>>,
+    /// HTTP/2 (`--h2`): prior knowledge over `http://`, ALPN `h2` over `https://`.
+    pub h2: bool,
+    /// Concurrent streams per HTTP/2 connection (`--streams`), each with its own schedule lane.
+    pub streams: usize,
+    /// HTTP/2 initial stream and connection flow-control windows in bytes (`--h2-window`,
+    /// `--h2-conn-window`); `None`: h2's default, 65,535.
+    pub h2_window: Option<u32>,
+    pub h2_conn_window: Option<u32>,
 }
 
 impl Config {
@@ -118,6 +137,11 @@ impl Config {
             tls,
             scenario: "default".into(),
             metrics_addr: None,
+            requests: None,
+            h2: false,
+            streams: 1,
+            h2_window: None,
+            h2_conn_window: None,
         })
     }
 
@@ -171,11 +195,13 @@ pub struct RunOutput {
 enum Target {
     Http(Arc<HttpTarget>),
     Ws(Arc<WsTarget>),
+    H2(Arc<h2conn::H2Target>),
 }
 
 enum Conn {
     Http(HttpConn),
     Ws(Box<ws::WsStream>),
+    H2(h2conn::H2Conn),
 }
 
 /// Resolve the URL's host and port to one socket address.
@@ -198,11 +224,12 @@ fn build_target(cfg: &Config, addr: SocketAddr) -> Result<Target, LoadError> {
     let mut tls = cfg.tls.clone();
     if let (Some(t), Mode::Http) = (&mut tls, cfg.mode) {
         if t.alpn.is_empty() {
-            t.alpn = vec![b"http/1.1".to_vec()];
+            t.alpn = vec![if cfg.h2 { b"h2".to_vec() } else { b"http/1.1".to_vec() }];
         }
     }
     let connector = transport::Connector::new(addr, host, tls.as_ref()).map_err(LoadError::Usage)?;
     match cfg.mode {
+        Mode::Http if cfg.h2 => Ok(Target::H2(Arc::new(h2conn::H2Target::new(cfg, connector).map_err(LoadError::Usage)?))),
         Mode::Http => {
             let host = cfg.url.host_str().unwrap_or("");
             let host = if host.contains(':') { format!("[{host}]") } else { host.to_string() };
@@ -215,14 +242,9 @@ fn build_target(cfg: &Config, addr: SocketAddr) -> Result<Target, LoadError> {
                 path.push('?');
                 path.push_str(q);
             }
-            Ok(Target::Http(Arc::new(HttpTarget::new(
-                connector,
-                &cfg.method,
-                &host_header,
-                &path,
-                &cfg.headers,
-                &cfg.body,
-            ))))
+            let mut target = HttpTarget::new(connector, &cfg.method, &host_header, &path, &cfg.headers, &cfg.body);
+            target.requests = cfg.requests.clone();
+            Ok(Target::Http(Arc::new(target)))
         }
         Mode::Ws => {
             let text = if cfg.body.is_empty() {
@@ -246,6 +268,7 @@ async fn open(target: &Target) -> Result<(Conn, transport::ConnectTimes), String
     match target {
         Target::Http(t) => HttpConn::connect(&t.connector).await.map(|(c, t)| (Conn::Http(c), t)).map_err(|e| e.to_string()),
         Target::Ws(t) => ws::connect(t).await.map(|(s, t)| (Conn::Ws(Box::new(s)), t)),
+        Target::H2(t) => h2conn::connect(t).await.map(|(c, t)| (Conn::H2(c), t)),
     }
 }
 
@@ -263,6 +286,7 @@ struct WorkerPlan {
     arrivals: Arrivals,
     timeout: Duration,
     observer: Option<Arc<dyn Observer>>,
+    requests: Option<Arc<requests::RequestSet>>,
 }
 
 fn worker(
@@ -271,6 +295,7 @@ fn worker(
     ready: mpsc::Sender<Result<(), String>>,
     start_rx: tokio::sync::oneshot::Receiver<Option<Timing>>,
 ) -> Recorder {
+    timer::precise_thread_timers();
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -306,13 +331,24 @@ fn worker(
         let scheduled = plan.profile.is_some();
         let rec = Rc::new(RefCell::new(Recorder::new(timing.window.clone(), scheduled, plan.observer.clone())));
         let mut tasks = Vec::new();
-        for ((conn, times), &index) in conns.into_iter().zip(plan.conns.iter()) {
-            rec.borrow_mut().connected(times);
+        // Schedule lanes: one per connection, or `--streams` per HTTP/2 connection (lane
+        // `index · streams + stream` of `connections · streams`: a segment still has whole connections).
+        let streams = match &target {
+            Target::H2(t) => t.streams,
+            _ => 1,
+        };
+        let lane_driver = |lane: usize| {
             let pacer = match &plan.profile {
-                Some(p) => Pacer::Scheduled(Schedule::new(timing.start, p.clone(), plan.arrivals, index, plan.connections)),
+                Some(p) => Pacer::Scheduled(Schedule::new(timing.start, p.clone(), plan.arrivals, lane, plan.connections * streams)),
                 None => Pacer::Max,
             };
-            let d = Driver::new(pacer, rec.clone(), plan.timeout);
+            let mut d = Driver::new(pacer, rec.clone(), plan.timeout);
+            d.set_requests(plan.requests.clone().map(|r| requests::Chooser::new(r, lane, plan.connections * streams)));
+            d
+        };
+        for ((conn, times), &index) in conns.into_iter().zip(plan.conns.iter()) {
+            rec.borrow_mut().connected(times);
+            let d = lane_driver(index * streams);
             let handle = match (conn, &target) {
                 (Conn::Http(c), Target::Http(t)) => {
                     tokio::task::spawn_local(http::run_connection(c, t.clone(), d, plan.timeout))
@@ -325,14 +361,23 @@ fn worker(
                     plan.connections,
                     plan.timeout,
                 )),
+                (Conn::H2(c), Target::H2(t)) => {
+                    let lanes = std::iter::once(d).chain((1..streams).map(|s| lane_driver(index * streams + s))).collect();
+                    tokio::task::spawn_local(h2conn::run_connection(c, t.clone(), lanes, plan.timeout))
+                }
                 _ => unreachable!(),
             };
             tasks.push(handle);
         }
+        // The engine's CPU over the run: from the start (the thread idles before it) to the last task.
+        let (cpu0, wall0) = (usage::thread_cpu(), Instant::now().max(timing.start));
         for t in tasks {
             let _ = t.await;
         }
-        Rc::try_unwrap(rec).map(|c| c.into_inner()).unwrap_or_default()
+        let usage = usage::EngineUsage::of_thread(usage::thread_cpu() - cpu0, wall0.elapsed());
+        let mut rec = Rc::try_unwrap(rec).map(|c| c.into_inner()).unwrap_or_default();
+        rec.engine = usage;
+        rec
     })
 }
 
@@ -366,13 +411,21 @@ fn check(cfg: &Config) -> Result<(), LoadError> {
             return Err(LoadError::Usage(format!("--start-at {t} is in the past")));
         }
     }
+    h2conn::check(cfg.h2, cfg.mode == Mode::Ws, cfg.streams, [cfg.h2_window, cfg.h2_conn_window]).map_err(LoadError::Usage)?;
+    if cfg.requests.is_some() && cfg.mode == Mode::Ws {
+        return Err(LoadError::Usage("--requests is for HTTP, not --ws (each JSON-RPC call already gets its own id)".into()));
+    }
+    if cfg.requests.is_some() && cfg.h2 {
+        // Until h2conn sends them (requests::Renderer::parts has what it needs).
+        return Err(LoadError::Usage("--requests works with HTTP/1.1 only for now, not with --h2".into()));
+    }
     Ok(())
 }
 
 /// The settings that make results parts of one logical run. A stable FNV-1a hash, written here
 /// because std's hasher may change between Rust versions and segments may run different builds.
 fn run_id(cfg: &Config, wall_start: f64) -> String {
-    let key = format!(
+    let mut key = format!(
         "{}|{:?}|{}|{:?}|{:?}|{}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{}",
         cfg.url,
         cfg.mode,
@@ -391,6 +444,12 @@ fn run_id(cfg: &Config, wall_start: f64) -> String {
         // Segments of one run share --start-at; runs without it are never parts of another.
         cfg.start_at.map_or(format!("{wall_start}/{}", std::process::id()), |t| t.to_string()),
     );
+    if cfg.h2 {
+        key.push_str(&format!("|h2/{}/{:?}/{:?}", cfg.streams, cfg.h2_window, cfg.h2_conn_window));
+    }
+    if let Some(r) = &cfg.requests {
+        key.push_str(&format!("|requests/{:016x}", r.fingerprint()));
+    }
     let hash = key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
     format!("{hash:016x}")
 }
@@ -405,7 +464,18 @@ fn run_info(cfg: &Config, wall_start: f64) -> RunInfo {
             Mode::Ws => "ws",
         }
         .into(),
-        method: if cfg.mode == Mode::Ws { "JSON-RPC".into() } else { cfg.method.clone() },
+        protocol: match (cfg.mode, cfg.h2) {
+            (Mode::Ws, _) => "websocket",
+            (Mode::Http, true) => "h2",
+            (Mode::Http, false) => "http/1.1",
+        }
+        .into(),
+        streams: cfg.streams,
+        method: match (&cfg.requests, cfg.mode) {
+            (_, Mode::Ws) => "JSON-RPC".into(),
+            (Some(r), _) => r.methods(),
+            (None, _) => cfg.method.clone(),
+        },
         threads: cfg.threads,
         connections: cfg.connections,
         duration_s: if stages.is_empty() { cfg.duration.as_secs_f64() } else { stages.iter().map(|s| s.duration).sum() },
@@ -417,7 +487,7 @@ fn run_info(cfg: &Config, wall_start: f64) -> RunInfo {
             Arrivals::Poisson { .. } => "poisson".into(),
         },
         seed: match cfg.arrivals {
-            Arrivals::Constant => None,
+            Arrivals::Constant => cfg.requests.as_ref().map(|r| r.seed()),
             Arrivals::Poisson { seed } => Some(seed),
         },
         profile: stages,
@@ -463,10 +533,12 @@ fn timing(cfg: &Config, start: Instant) -> Timing {
 /// the common start time; answers are awaited until `--drain` after that.
 pub fn run(cfg: &Config) -> Result<RunOutput, LoadError> {
     check(cfg)?;
+    usage::raise_fd_limit();
     let addr = resolve(&cfg.url)?;
     let target_label = cfg.url.to_string();
     let target_rate = cfg.measured_stages().map(|s| schedule::mean_rate(&s));
-    let live = cfg.metrics_addr.map(|_| Arc::new(LiveMetrics::new(&target_label, &cfg.scenario, target_rate)));
+    let labels = cfg.requests.as_ref().map(|r| r.labels().to_vec()).unwrap_or_default();
+    let live = cfg.metrics_addr.map(|_| Arc::new(LiveMetrics::with_labels(&target_label, &cfg.scenario, target_rate, &labels)));
     let _server = match (cfg.metrics_addr, &live) {
         (Some(a), Some(l)) => Some(
             MetricsServer::start(a, l.clone())
@@ -487,6 +559,7 @@ pub fn run(cfg: &Config) -> Result<RunOutput, LoadError> {
             arrivals: cfg.arrivals,
             timeout: cfg.timeout,
             observer: live.clone().map(|l| l as Arc<dyn Observer>),
+            requests: cfg.requests.clone(),
         };
         let target = build_target(cfg, addr)?;
         let (start_tx, start_rx) = tokio::sync::oneshot::channel();
@@ -523,7 +596,8 @@ pub fn run(cfg: &Config) -> Result<RunOutput, LoadError> {
     if let Some(e) = failure {
         return Err(LoadError::Setup(format!("cannot connect to {} ({addr}): {e}", cfg.url)));
     }
-    let merged = recording::merge_all(per_thread.iter());
+    let mut merged = recording::merge_all(per_thread.iter());
+    merged.label_names = labels;
     let result = report::build_result(&run_info(cfg, wall), &merged);
     Ok(RunOutput { result, merged, per_thread })
 }

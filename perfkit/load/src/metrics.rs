@@ -6,6 +6,9 @@
 //! - `perfkit_load_target_rate{target,scenario}` gauge, requests/s (0 in closed-loop mode)
 //! - `perfkit_load_achieved_rate{target,scenario}` gauge, responses/s since the measurement started
 //!
+//! With `--requests` the requests counter and the two latency histograms also have a `label` label
+//! (the request's label; summing over it gives the run's figures); without, they are as above.
+//!
 //! Latency buckets follow the kit's single layout, 25 µs … 10 s.
 
 use std::io::{Read, Write};
@@ -15,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use prometheus::{Encoder, Gauge, Histogram, HistogramOpts, IntCounterVec, Opts, Registry, TextEncoder};
+use prometheus::{Encoder, Gauge, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts, Registry, TextEncoder};
 
 use crate::recording::{Observer, Outcome};
 
@@ -33,10 +36,25 @@ pub struct LiveMetrics {
     achieved_rate: Gauge,
     responses: AtomicU64,
     measure_start: Mutex<Option<Instant>>,
+    /// `--requests`: the series of each label, by label id.
+    labeled: Vec<LabelSeries>,
+}
+
+/// The series of one request label (children resolved once: no label lookup per request).
+struct LabelSeries {
+    requests: Vec<IntCounter>,
+    corrected: Histogram,
+    uncorrected: Histogram,
 }
 
 impl LiveMetrics {
     pub fn new(target: &str, scenario: &str, target_rate: Option<f64>) -> LiveMetrics {
+        LiveMetrics::with_labels(target, scenario, target_rate, &[])
+    }
+
+    /// With request labels (`--requests`, by label id): the requests counter and the latency
+    /// histograms get a `label` label. Without labels, the same as [`LiveMetrics::new`].
+    pub fn with_labels(target: &str, scenario: &str, target_rate: Option<f64>, label_names: &[String]) -> LiveMetrics {
         let registry = Registry::new();
         let labels = |o: Opts| o.const_label("target", target).const_label("scenario", scenario);
         let requests = IntCounterVec::new(
@@ -73,9 +91,44 @@ impl LiveMetrics {
         for o in Outcome::ALL {
             requests.with_label_values(&[o.name()]);
         }
-        registry.register(Box::new(requests.clone())).unwrap();
-        registry.register(Box::new(corrected.clone())).unwrap();
-        registry.register(Box::new(uncorrected.clone())).unwrap();
+        let mut labeled = Vec::new();
+        if label_names.is_empty() {
+            registry.register(Box::new(requests.clone())).unwrap();
+            registry.register(Box::new(corrected.clone())).unwrap();
+            registry.register(Box::new(uncorrected.clone())).unwrap();
+        } else {
+            let requests_l = IntCounterVec::new(
+                labels(Opts::new("perfkit_load_requests_total", "Intended requests by label and outcome (answers, errors, timeouts, unfinished)")),
+                &["label", "outcome"],
+            )
+            .unwrap();
+            let hist_l = |name: &str, help: &str| {
+                HistogramVec::new(
+                    HistogramOpts::new(name, help)
+                        .const_label("target", target)
+                        .const_label("scenario", scenario)
+                        .buckets(LATENCY_BUCKETS.to_vec()),
+                    &["label"],
+                )
+                .unwrap()
+            };
+            let corrected_l = hist_l(
+                "perfkit_load_corrected_latency_seconds",
+                "Latency from the intended send time (coordinated-omission corrected), by request label",
+            );
+            let uncorrected_l =
+                hist_l("perfkit_load_uncorrected_latency_seconds", "Latency from the actual send time, by request label");
+            for name in label_names {
+                labeled.push(LabelSeries {
+                    requests: Outcome::ALL.iter().map(|o| requests_l.with_label_values(&[name.as_str(), o.name()])).collect(),
+                    corrected: corrected_l.with_label_values(&[name.as_str()]),
+                    uncorrected: uncorrected_l.with_label_values(&[name.as_str()]),
+                });
+            }
+            registry.register(Box::new(requests_l)).unwrap();
+            registry.register(Box::new(corrected_l)).unwrap();
+            registry.register(Box::new(uncorrected_l)).unwrap();
+        }
         registry.register(Box::new(target_g)).unwrap();
         registry.register(Box::new(achieved_rate.clone())).unwrap();
         LiveMetrics {
@@ -86,6 +139,7 @@ impl LiveMetrics {
             achieved_rate,
             responses: AtomicU64::new(0),
             measure_start: Mutex::new(None),
+            labeled,
         }
     }
 
@@ -118,6 +172,22 @@ impl Observer for LiveMetrics {
         }
         if let Some(u) = uncorrected_s {
             self.uncorrected.observe(u);
+        }
+        if outcome.is_response() {
+            self.responses.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn observe_labeled(&self, label: Option<usize>, outcome: Outcome, corrected_s: Option<f64>, uncorrected_s: Option<f64>) {
+        let Some(series) = label.and_then(|l| self.labeled.get(l)) else {
+            return self.observe(outcome, corrected_s, uncorrected_s);
+        };
+        series.requests[outcome.index()].inc();
+        if let Some(c) = corrected_s {
+            series.corrected.observe(c);
+        }
+        if let Some(u) = uncorrected_s {
+            series.uncorrected.observe(u);
         }
         if outcome.is_response() {
             self.responses.fetch_add(1, Ordering::Relaxed);

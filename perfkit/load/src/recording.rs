@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use crate::transport::ConnectTimes;
+use crate::usage::EngineUsage;
 
 /// Lowest and highest trackable latency in microseconds, and the precision.
 pub const HIST_LOW_US: u64 = 1;
@@ -50,10 +51,14 @@ pub enum Outcome {
     Timeout,
     /// In flight or never sent when the run stopped (recorded at its lower bound, stop − intended).
     Unfinished,
+    /// HTTP/2: the server reset the stream (`RST_STREAM`), or refused it.
+    H2Reset,
+    /// HTTP/2: the request was refused because the connection is going away (`GOAWAY`).
+    H2GoAway,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 12] = [
+    pub const ALL: [Outcome; 14] = [
         Outcome::Status2xx,
         Outcome::Status3xx,
         Outcome::Status4xx,
@@ -66,6 +71,8 @@ impl Outcome {
         Outcome::WriteError,
         Outcome::Timeout,
         Outcome::Unfinished,
+        Outcome::H2Reset,
+        Outcome::H2GoAway,
     ];
 
     /// The name used in JSON output and as the `outcome` metric label.
@@ -83,6 +90,8 @@ impl Outcome {
             Outcome::WriteError => "write_error",
             Outcome::Timeout => "timeout",
             Outcome::Unfinished => "unfinished",
+            Outcome::H2Reset => "h2_reset",
+            Outcome::H2GoAway => "h2_goaway",
         }
     }
 
@@ -99,9 +108,17 @@ impl Outcome {
         self.index() <= Outcome::RpcError.index()
     }
 
-    /// A transport failure or a timeout (the `errors` of the result).
+    /// A transport failure, a timeout, or an HTTP/2 stream reset or `GOAWAY` refusal (the `errors` of the result).
     pub fn is_error(self) -> bool {
-        matches!(self, Outcome::ConnectError | Outcome::ReadError | Outcome::WriteError | Outcome::Timeout)
+        matches!(
+            self,
+            Outcome::ConnectError
+                | Outcome::ReadError
+                | Outcome::WriteError
+                | Outcome::Timeout
+                | Outcome::H2Reset
+                | Outcome::H2GoAway
+        )
     }
 
     /// A successful answer: 2xx, 3xx or a JSON-RPC result.
@@ -125,6 +142,11 @@ impl Outcome {
 pub trait Observer: Send + Sync {
     /// One request ended; latencies in seconds where it has them.
     fn observe(&self, outcome: Outcome, corrected_s: Option<f64>, uncorrected_s: Option<f64>);
+    /// The same, with the request's label id when the run has `--requests` (default: ignore it).
+    fn observe_labeled(&self, label: Option<usize>, outcome: Outcome, corrected_s: Option<f64>, uncorrected_s: Option<f64>) {
+        let _ = label;
+        self.observe(outcome, corrected_s, uncorrected_s);
+    }
 }
 
 /// Histograms and counts of a set of requests (a run, a stage).
@@ -138,7 +160,7 @@ pub struct Tally {
 
 impl Default for Tally {
     fn default() -> Self {
-        Tally { corrected: new_histogram(), uncorrected: new_histogram(), counts: [0; 12], bytes_read: 0 }
+        Tally { corrected: new_histogram(), uncorrected: new_histogram(), counts: [0; Outcome::ALL.len()], bytes_read: 0 }
     }
 }
 
@@ -163,6 +185,11 @@ impl Tally {
     pub fn failed(&self) -> u64 {
         self.intended() - self.sum(Outcome::is_success)
     }
+    /// A tally whose histograms start small and grow to the largest value recorded (per label).
+    pub fn growing() -> Tally {
+        Tally { corrected: new_growing_histogram(), uncorrected: new_growing_histogram(), ..Tally::default() }
+    }
+
     pub fn merge(&mut self, other: &Tally) {
         self.corrected.add(&other.corrected).expect("same layout");
         self.uncorrected.add(&other.uncorrected).expect("same layout");
@@ -192,7 +219,7 @@ pub struct Interval {
 
 impl Default for Interval {
     fn default() -> Self {
-        Interval { corrected: new_growing_histogram(), counts: [0; 12] }
+        Interval { corrected: new_growing_histogram(), counts: [0; Outcome::ALL.len()] }
     }
 }
 
@@ -249,6 +276,9 @@ pub struct Recorder {
     pub total: Tally,
     /// One tally per stage when the run has more than one.
     pub stages: Vec<Tally>,
+    /// One tally per request label (`--requests`), indexed by label id; `label_names` name them.
+    pub labels: Vec<Tally>,
+    pub label_names: Vec<String>,
     pub intervals: Vec<Interval>,
     /// Actual send − intended send, for scheduled runs (the engine's own lateness).
     pub send_lateness: Option<Histogram<u64>>,
@@ -257,8 +287,12 @@ pub struct Recorder {
     /// WebSocket answers to calls already counted as timeouts.
     pub late_answers: u64,
     pub connects: Connects,
+    /// CPU use of the engine's thread(s).
+    pub engine: EngineUsage,
     window: Option<Window>,
     observer: Option<Arc<dyn Observer>>,
+    /// The label of the request being filed (set by its connection's driver).
+    label: Option<usize>,
 }
 
 fn micros(d: Duration) -> u64 {
@@ -358,9 +392,29 @@ impl Recorder {
             }
             slot.counts[outcome.index()] += 1;
         }
-        if let Some(o) = &self.observer {
-            o.observe(outcome, c.map(|d| d.as_secs_f64()), u.map(|d| d.as_secs_f64()));
+        if let Some(l) = self.label {
+            if self.labels.len() <= l {
+                self.labels.resize_with(l + 1, Tally::growing);
+            }
+            let t = &mut self.labels[l];
+            for (h, v) in [(&mut t.corrected, cu), (&mut t.uncorrected, uu)] {
+                if let Some(v) = v {
+                    if h.record(v).is_err() {
+                        h.saturating_record(v);
+                    }
+                }
+            }
+            t.counts[outcome.index()] += 1;
+            t.bytes_read += bytes;
         }
+        if let Some(o) = &self.observer {
+            o.observe_labeled(self.label, outcome, c.map(|d| d.as_secs_f64()), u.map(|d| d.as_secs_f64()));
+        }
+    }
+
+    /// The label (id) of the requests filed next (`None`: no `--requests`).
+    pub fn set_label(&mut self, label: Option<usize>) {
+        self.label = label;
     }
 
     /// Add another recorder's histograms and counts to this one (lossless).
@@ -371,6 +425,15 @@ impl Recorder {
         }
         for (a, b) in self.stages.iter_mut().zip(&other.stages) {
             a.merge(b);
+        }
+        if self.labels.len() < other.labels.len() {
+            self.labels.resize_with(other.labels.len(), Tally::growing);
+        }
+        for (a, b) in self.labels.iter_mut().zip(&other.labels) {
+            a.merge(b);
+        }
+        if self.label_names.len() < other.label_names.len() {
+            self.label_names = other.label_names.clone();
         }
         if self.intervals.len() < other.intervals.len() {
             self.intervals.resize_with(other.intervals.len(), Interval::default);
@@ -386,6 +449,7 @@ impl Recorder {
         self.unmatched += other.unmatched;
         self.late_answers += other.late_answers;
         self.connects.merge(&other.connects);
+        self.engine.merge(&other.engine);
     }
 }
 

@@ -71,6 +71,10 @@ pub struct RunInfo {
     pub scenario: String,
     /// `http` or `ws` (WebSocket JSON-RPC).
     pub mode: String,
+    /// `http/1.1`, `h2` or `websocket`.
+    pub protocol: String,
+    /// Concurrent streams per connection (HTTP/2; 1 otherwise): `connections × streams` schedule lanes.
+    pub streams: usize,
     pub method: String,
     pub threads: usize,
     pub connections: usize,
@@ -106,14 +110,43 @@ pub struct StageResult {
     #[serde(flatten)]
     pub spec: Stage,
     pub start_s: f64,
+    pub achieved_rate: f64,
+    #[serde(flatten)]
+    pub tally: TallyResult,
+}
+
+/// Counts and latency of a set of requests (a stage, a label).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TallyResult {
     pub intended: u64,
     pub requests: u64,
     pub errors: u64,
     pub failed: u64,
-    pub achieved_rate: f64,
     pub bytes_read: u64,
     pub outcomes: BTreeMap<String, u64>,
     pub latency: Latency,
+}
+
+impl TallyResult {
+    fn of(t: &Tally) -> TallyResult {
+        TallyResult {
+            intended: t.intended(),
+            requests: t.responses(),
+            errors: t.errors(),
+            failed: t.failed(),
+            bytes_read: t.bytes_read,
+            outcomes: outcome_map(&t.counts),
+            latency: Latency { corrected: summarize(&t.corrected), uncorrected: summarize(&t.uncorrected) },
+        }
+    }
+}
+
+/// Outcome counts and latency of the requests of one label (`--requests`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LabelResult {
+    pub label: String,
+    #[serde(flatten)]
+    pub tally: TallyResult,
 }
 
 /// One time-series interval (requests filed by intended time).
@@ -144,6 +177,21 @@ pub struct ConnectionsResult {
     /// TLS handshakes that resumed an earlier session.
     pub tls_resumed: u64,
 }
+
+/// The engine's own CPU use: when a thread was busy most of the run, the engine may be the limit.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EngineResult {
+    pub threads: u64,
+    /// CPU seconds of all worker threads over the run.
+    pub cpu_s: f64,
+    /// CPU time ÷ wall time of the busiest thread.
+    pub busiest_thread: f64,
+    /// The busiest thread was busy more than 90 % of the run.
+    pub saturated: bool,
+}
+
+/// Above this busy fraction the engine may be what limits the rate.
+pub const ENGINE_SATURATED: f64 = 0.9;
 
 /// A `--threshold` and its verdict.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -176,7 +224,7 @@ pub struct RunResult {
     pub intended: u64,
     /// Answers (any status, any JSON-RPC result or error).
     pub requests: u64,
-    /// Connect, read and write errors and timeouts.
+    /// Connect, read and write errors, timeouts, HTTP/2 resets and `GOAWAY` refusals.
     pub errors: u64,
     /// Requests without a successful answer: errors, unfinished, 4xx/5xx/other status, JSON-RPC errors.
     pub failed: u64,
@@ -192,8 +240,12 @@ pub struct RunResult {
     pub send_lateness: Option<LatencySummary>,
     pub histogram: HistogramLayout,
     pub connections_opened: ConnectionsResult,
+    pub engine: EngineResult,
     pub stages: Vec<StageResult>,
     pub intervals: Vec<IntervalResult>,
+    /// Per request label (`--requests`); empty without.
+    #[serde(default)]
+    pub labels: Vec<LabelResult>,
     pub thresholds: Vec<ThresholdResult>,
     pub warnings: Vec<String>,
 }
@@ -244,18 +296,7 @@ fn outcome_map(counts: &[u64]) -> BTreeMap<String, u64> {
 }
 
 fn stage_result(spec: &Stage, start_s: f64, t: &Tally) -> StageResult {
-    StageResult {
-        spec: spec.clone(),
-        start_s,
-        intended: t.intended(),
-        requests: t.responses(),
-        errors: t.errors(),
-        failed: t.failed(),
-        achieved_rate: t.responses() as f64 / spec.duration,
-        bytes_read: t.bytes_read,
-        outcomes: outcome_map(&t.counts),
-        latency: Latency { corrected: summarize(&t.corrected), uncorrected: summarize(&t.uncorrected) },
-    }
+    StageResult { spec: *spec, start_s, achieved_rate: t.responses() as f64 / spec.duration, tally: TallyResult::of(t) }
 }
 
 fn interval_result(n: usize, width: f64, iv: &Interval) -> IntervalResult {
@@ -271,6 +312,21 @@ fn interval_result(n: usize, width: f64, iv: &Interval) -> IntervalResult {
         percentiles_us: percentiles(&iv.corrected),
         hdr: encode_histogram(&iv.corrected),
     }
+}
+
+/// Every label of the run (named by `rec.label_names`), with or without requests.
+fn label_results(rec: &Recorder) -> Vec<LabelResult> {
+    let n = rec.label_names.len().max(rec.labels.len());
+    let empty = Tally::growing();
+    (0..n)
+        .map(|i| {
+            let t = rec.labels.get(i).unwrap_or(&empty);
+            LabelResult {
+                label: rec.label_names.get(i).cloned().unwrap_or_else(|| format!("label {i}")),
+                tally: TallyResult::of(t),
+            }
+        })
+        .collect()
 }
 
 /// Did the run deliver its schedule? `None` in closed loop; otherwise the verdict and, when it
@@ -304,7 +360,15 @@ fn rate_verdict(info: &RunInfo, rec: &Recorder) -> (Option<bool>, Vec<String>) {
 
 pub fn build_result(info: &RunInfo, rec: &Recorder) -> RunResult {
     let t = &rec.total;
-    let (rate_held, warnings) = rate_verdict(info, rec);
+    let (rate_held, mut warnings) = rate_verdict(info, rec);
+    let saturated = rec.engine.busiest > ENGINE_SATURATED;
+    if saturated {
+        warnings.push(format!(
+            "the load engine's busiest thread was busy {:.0} % of the run: the engine may be the bottleneck \
+             (add threads with -t, or load from more processes with --segment)",
+            rec.engine.busiest * 100.0
+        ));
+    }
     let mut start = 0.0;
     let stages = if rec.stages.is_empty() {
         info.profile.first().map(|s| vec![stage_result(s, 0.0, t)]).unwrap_or_default()
@@ -352,8 +416,15 @@ pub fn build_result(info: &RunInfo, rec: &Recorder) -> RunResult {
             tls_handshake: (!rec.connects.tls.is_empty()).then(|| summarize(&rec.connects.tls)),
             tls_resumed: rec.connects.resumed,
         },
+        engine: EngineResult {
+            threads: rec.engine.threads,
+            cpu_s: rec.engine.cpu_s,
+            busiest_thread: rec.engine.busiest,
+            saturated,
+        },
         stages,
         intervals: rec.intervals.iter().enumerate().map(|(n, iv)| interval_result(n, info.interval_s, iv)).collect(),
+        labels: label_results(rec),
         thresholds: vec![],
         warnings,
     }
@@ -361,14 +432,14 @@ pub fn build_result(info: &RunInfo, rec: &Recorder) -> RunResult {
 
 /// Rebuild the recorder a result was made from (lossless: every histogram is in the result).
 pub fn recorder_of(r: &RunResult) -> Result<Recorder, String> {
-    let counts = |m: &BTreeMap<String, u64>| -> [u64; 12] {
-        let mut c = [0; 12];
+    let counts = |m: &BTreeMap<String, u64>| -> [u64; Outcome::ALL.len()] {
+        let mut c = [0; Outcome::ALL.len()];
         for o in Outcome::ALL {
             c[o.index()] = m.get(o.name()).copied().unwrap_or(0);
         }
         c
     };
-    let tally = |counts: [u64; 12], lat: &Latency, bytes_read: u64| -> Result<Tally, String> {
+    let tally = |counts: [u64; Outcome::ALL.len()], lat: &Latency, bytes_read: u64| -> Result<Tally, String> {
         Ok(Tally {
             corrected: decode_histogram(&lat.corrected.hdr)?,
             uncorrected: decode_histogram(&lat.uncorrected.hdr)?,
@@ -387,10 +458,21 @@ pub fn recorder_of(r: &RunResult) -> Result<Recorder, String> {
         rec.connects.tls = decode_histogram(&tls.hdr)?;
     }
     rec.connects.resumed = c.tls_resumed;
+    rec.engine = crate::usage::EngineUsage {
+        threads: r.engine.threads,
+        cpu_s: r.engine.cpu_s,
+        busiest: r.engine.busiest_thread,
+    };
     if r.stages.len() > 1 {
         for s in &r.stages {
-            rec.stages.push(tally(counts(&s.outcomes), &s.latency, s.bytes_read)?);
+            rec.stages.push(tally(counts(&s.tally.outcomes), &s.tally.latency, s.tally.bytes_read)?);
         }
+    }
+    for l in &r.labels {
+        let mut t = Tally::growing();
+        t.merge(&tally(counts(&l.tally.outcomes), &l.tally.latency, l.tally.bytes_read)?);
+        rec.labels.push(t);
+        rec.label_names.push(l.label.clone());
     }
     for iv in &r.intervals {
         let mut corrected = crate::recording::new_growing_histogram();
@@ -471,7 +553,7 @@ fn distribution(out: &mut String, title: &str, h: &Histogram<u64>, spectrum: boo
 
 /// wrk2-style text report. `latency`: corrected distribution and spectrum (`--latency`);
 /// `u_latency`: the same for uncorrected latency (`--u_latency`). Then the accounting, the rate
-/// verdict, the stages, the thresholds and any warning.
+/// verdict, the stages and the thresholds (warnings go to stderr, see `cli`).
 pub fn render_text(r: &RunResult, rec: &Recorder, latency: bool, u_latency: bool) -> String {
     let mut out = String::new();
     let h = &rec.total.corrected;
@@ -511,11 +593,11 @@ pub fn render_text(r: &RunResult, rec: &Recorder, latency: bool, u_latency: bool
     if r.stages.len() > 1 {
         stages(&mut out, r);
     }
+    if !r.labels.is_empty() {
+        labels(&mut out, r);
+    }
     for t in &r.thresholds {
         let _ = writeln!(out, "  threshold {:<24} {:>12}  {}", t.expr, fmt_value(&t.expr, t.value), if t.passed { "pass" } else { "FAIL" });
-    }
-    for w in &r.warnings {
-        let _ = writeln!(out, "  WARNING: {w}");
     }
     out
 }
@@ -572,6 +654,14 @@ fn accounting(out: &mut String, r: &RunResult) {
         }
         None => out.push('\n'),
     }
+    let _ = writeln!(
+        out,
+        "  Engine: {} threads, {:.2} CPU s ({:.1} us/request), busiest thread {:.0} % busy",
+        r.engine.threads,
+        r.engine.cpu_s,
+        if r.intended > 0 { r.engine.cpu_s * 1e6 / r.intended as f64 } else { 0.0 },
+        r.engine.busiest_thread * 100.0
+    );
     if let Some(l) = &r.send_lateness {
         let p = &l.percentiles_us;
         let _ = writeln!(
@@ -592,7 +682,7 @@ fn stages(out: &mut String, r: &RunResult) {
         } else {
             format!("{:.0}..{:.0}", s.spec.from, s.spec.to)
         };
-        let p = &s.latency.corrected.percentiles_us;
+        let p = &s.tally.latency.corrected.percentiles_us;
         let _ = writeln!(
             out,
             "  {:>6.1}s+{:<5.1} {:>13} {:>10.2} {:>9} {:>10} {:>10} {:>8}",
@@ -603,7 +693,27 @@ fn stages(out: &mut String, r: &RunResult) {
             fmt_us(p.p50 as f64),
             fmt_us(p.p99 as f64),
             fmt_us(p.max as f64),
-            s.failed
+            s.tally.failed
+        );
+    }
+}
+
+fn labels(out: &mut String, r: &RunResult) {
+    let shown = |l: &str| if l.chars().count() > 40 { format!("{}…", l.chars().take(39).collect::<String>()) } else { l.to_string() };
+    let width = r.labels.iter().map(|l| shown(&l.label).chars().count()).max().unwrap_or(0).max(5);
+    let _ = writeln!(out, "  {:<width$} {:>10} {:>10} {:>9} {:>10} {:>10} {:>8}", "Label", "intended", "answered", "p50", "p99", "max", "failed");
+    for l in &r.labels {
+        let p = &l.tally.latency.corrected.percentiles_us;
+        let _ = writeln!(
+            out,
+            "  {:<width$} {:>10} {:>10} {:>9} {:>10} {:>10} {:>8}",
+            shown(&l.label),
+            l.tally.intended,
+            l.tally.requests,
+            fmt_us(p.p50 as f64),
+            fmt_us(p.p99 as f64),
+            fmt_us(p.max as f64),
+            l.tally.failed
         );
     }
 }

@@ -149,7 +149,6 @@ pub async fn run_connection(
         }
         let s = ws.as_mut().unwrap();
         let can_send = send_at.is_some() && (!d.closed_loop() || pending.is_empty());
-        let send_t = tokio::time::Instant::from_std(send_at.unwrap_or(d.stop));
         let check_t = tokio::time::Instant::from_std(next_check.min(d.stop));
         enum Step {
             Msg(Option<Result<Message, tokio_tungstenite::tungstenite::Error>>),
@@ -160,7 +159,7 @@ pub async fn run_connection(
         let step = tokio::select! {
             biased;
             m = s.next() => Step::Msg(m),
-            _ = tokio::time::sleep_until(send_t), if can_send => Step::Send,
+            _ = d.wait_until(send_at.unwrap_or(d.stop)), if can_send => Step::Send,
             _ = tokio::time::sleep_until(check_t) => Step::Check,
             _ = tokio::time::sleep_until(stop_t) => Step::Stop,
         };

@@ -4,14 +4,7 @@ mod common;
 
 use common::{closed_port, http_server, HttpOpts};
 
-fn run(args: &[&str]) -> (i32, String, String) {
-    let mut out = Vec::new();
-    let mut err = Vec::new();
-    let mut argv = vec!["perfkit-load"];
-    argv.extend_from_slice(args);
-    let code = perfkit_load::cli::main_with(argv, &mut out, &mut err);
-    (code, String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
-}
+
 
 #[test]
 fn bad_flags_exit_non_zero_with_a_message_and_send_nothing() {
@@ -64,7 +57,7 @@ fn bad_flags_exit_non_zero_with_a_message_and_send_nothing() {
         (vec![], "required"),
     ];
     for (args, needle) in cases {
-        let (code, _out, err) = run(&args);
+        let (code, _out, err) = common::cli(&args);
         assert_eq!(code, 2, "{args:?} should exit 2, stderr: {err}");
         assert!(err.contains(needle), "{args:?}: expected {needle:?} in stderr: {err}");
     }
@@ -76,17 +69,17 @@ fn unreachable_and_unresolvable_targets_fail_before_load() {
     let _serial = common::serial();
     let port = closed_port();
     let url = format!("http://127.0.0.1:{port}/");
-    let (code, _out, err) = run(&["-R", "100", "-d", "1s", &url]);
+    let (code, _out, err) = common::cli(&["-R", "100", "-d", "1s", &url]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("cannot connect to") && err.contains("refused"), "{err}");
 
-    let (code, _out, err) = run(&["-R", "100", "-d", "1s", "http://no-such-host.invalid/"]);
+    let (code, _out, err) = common::cli(&["-R", "100", "-d", "1s", "http://no-such-host.invalid/"]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("cannot resolve no-such-host.invalid"), "{err}");
 
     // A host that accepts TCP but does not speak WebSocket.
     let server = http_server(HttpOpts::default());
-    let (code, _out, err) = run(&["-R", "100", "-d", "1s", "-t1", "-c3", "--ws", &server.url("ws", "/")]);
+    let (code, _out, err) = common::cli(&["-R", "100", "-d", "1s", "-t1", "-c3", "--ws", &server.url("ws", "/")]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("cannot connect to"), "{err}");
     assert_eq!(server.requests(), 3, "only the 3 handshake requests, no load");
@@ -95,12 +88,12 @@ fn unreachable_and_unresolvable_targets_fail_before_load() {
 #[test]
 fn help_and_version_exit_zero() {
     let _serial = common::serial();
-    let (code, out, _) = run(&["--help"]);
+    let (code, out, _) = common::cli(&["--help"]);
     assert_eq!(code, 0);
     for flag in ["--rate", "--latency", "--u_latency", "--timeout", "--warmup", "--max", "--json", "--metrics-addr", "--ws"] {
         assert!(out.contains(flag), "help lists {flag}");
     }
-    let (code, out, _) = run(&["--version"]);
+    let (code, out, _) = common::cli(&["--version"]);
     assert_eq!(code, 0);
     assert!(out.starts_with("perfkit-load "));
 }
@@ -115,7 +108,7 @@ fn thresholds_decide_the_exit_status() {
         let mut a: Vec<&str> = base.to_vec();
         a.extend_from_slice(extra);
         a.push(&url);
-        run(&a)
+        common::cli(&a)
     };
     let (code, out, err) = with(&["--threshold", "p99<5s", "--threshold", "errors<0.1%", "--threshold", "rate_held"]);
     assert_eq!(code, 0, "{out}{err}");
@@ -128,13 +121,13 @@ fn thresholds_decide_the_exit_status() {
 
     let failing = http_server(HttpOpts { status: Some(503), ..Default::default() });
     let bad_url = failing.url("http", "/");
-    let (code, out, _) = run(&["-t1", "-c2", "-d1s", "-R", "200", "--threshold", "failed<1%", &bad_url]);
+    let (code, out, _) = common::cli(&["-t1", "-c2", "-d1s", "-R", "200", "--threshold", "failed<1%", &bad_url]);
     assert_eq!(code, 3, "every answer is a 503: {out}");
-    let (code, _, _) = run(&["-t1", "-c2", "-d1s", "-R", "200", "--threshold", "errors<1%", &bad_url]);
+    let (code, _, _) = common::cli(&["-t1", "-c2", "-d1s", "-R", "200", "--threshold", "errors<1%", &bad_url]);
     assert_eq!(code, 0, "a 503 is an answer, not a transport error");
 
     let stalled = http_server(HttpOpts { stall: Some((std::time::Duration::ZERO, std::time::Duration::from_secs(3))), ..Default::default() });
-    let (code, out, err) = run(&["-t1", "-c2", "-d1s", "-R", "200", "--threshold", "rate_held", &stalled.url("http", "/")]);
+    let (code, out, err) = common::cli(&["-t1", "-c2", "-d1s", "-R", "200", "--threshold", "rate_held", &stalled.url("http", "/")]);
     assert_eq!(code, 3, "{out}");
     assert!(err.contains("warning: rate not held"), "{err}");
 }

@@ -45,3 +45,35 @@ fn fractional_rate_with_more_connections_than_requests_per_second() {
     let out = perfkit_load::run(&cfg).expect("run");
     assert_eq!(out.result.requests, 4, "{:?}", out.result.outcomes);
 }
+
+#[test]
+fn sends_leave_within_a_millisecond_of_their_intended_time() {
+    let _serial = common::serial();
+    // Pacing with a 1 ms timer would put the p99 send lateness near 1 ms; the engine's timer is
+    // precise to tens of microseconds (a wide margin here: a behaviour test, not a benchmark).
+    let server = http_server(HttpOpts::default());
+    let cfg = http_config(&server.url("http", "/"), Some(5000.0), 1, 16, 3.0);
+    let r = perfkit_load::run(&cfg).expect("run").result;
+    let l = &r.send_lateness.as_ref().expect("scheduled run").percentiles_us;
+    eprintln!("send lateness p50 {} p99 {} max {} us", l.p50, l.p99, l.max);
+    assert!(l.p99 < 1_000, "p99 send lateness {} us", l.p99);
+    assert_eq!(r.rate_held, Some(true), "{:?}", r.warnings);
+}
+
+#[test]
+fn the_engine_reports_its_own_cpu_and_when_it_was_the_bottleneck() {
+    let _serial = common::serial();
+    let server = http_server(HttpOpts::default());
+    let light = perfkit_load::run(&http_config(&server.url("http", "/"), Some(200.0), 1, 2, 1.0)).expect("run").result;
+    assert_eq!(light.engine.threads, 1);
+    assert!(light.engine.cpu_s > 0.0 && light.engine.busiest_thread < 0.5, "{:?}", light.engine);
+    assert!(!light.engine.saturated && light.warnings.is_empty(), "{:?}", light.warnings);
+    // Closed loop over 64 connections on one thread: the engine works as fast as the server answers.
+    let busy = perfkit_load::run(&http_config(&server.url("http", "/"), None, 1, 64, 1.0)).expect("run").result;
+    eprintln!("closed loop: {:?}", busy.engine);
+    assert!(busy.engine.busiest_thread > 4.0 * light.engine.busiest_thread, "{:?} vs {:?}", busy.engine, light.engine);
+    let us_per_request = busy.engine.cpu_s * 1e6 / busy.intended as f64;
+    assert!(us_per_request > 0.1 && us_per_request < 100.0, "{us_per_request} us of engine CPU per request");
+    assert_eq!(busy.engine.saturated, busy.engine.busiest_thread > 0.9);
+    assert_eq!(busy.engine.saturated, busy.warnings.iter().any(|w| w.contains("bottleneck")), "{:?}", busy.warnings);
+}

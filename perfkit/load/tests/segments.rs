@@ -11,11 +11,7 @@ use common::{http_server, temp_path, HttpOpts};
 use perfkit_load::recording::merge_all;
 use perfkit_load::report::{percentiles, RunResult};
 
-fn main_with(args: &[String]) -> (i32, String, String) {
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = perfkit_load::cli::main_with(std::iter::once("perfkit-load".to_string()).chain(args.iter().cloned()), &mut out, &mut err);
-    (code, String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
-}
+
 
 fn strings(a: &[&str]) -> Vec<String> {
     a.iter().map(|s| s.to_string()).collect()
@@ -36,7 +32,7 @@ fn run_segments(url: &str, n: usize, start_in: f64, tag: &str) -> Vec<PathBuf> {
                 "--start-at", &start.to_string(), "--json", json.to_str().unwrap(), url,
             ]);
             std::thread::spawn(move || {
-                let (code, out, err) = main_with(&args);
+                let (code, out, err) = common::cli(&args);
                 assert_eq!(code, 0, "{out}{err}");
                 json
             })
@@ -59,7 +55,7 @@ fn two_segments_send_the_schedule_of_one_run_and_merge_losslessly() {
     let merged_path = temp_path("pair-merged.json");
     let mut args = strings(&["merge", "--json", merged_path.to_str().unwrap()]);
     args.extend(parts.iter().map(|p| p.to_str().unwrap().to_string()));
-    let (code, out, err) = main_with(&args);
+    let (code, out, err) = common::cli(&args);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("segments [0, 1] of 2") && out.contains("Requests/sec:"), "{out}");
     let m = read(&merged_path);
@@ -96,19 +92,19 @@ fn merge_refuses_parts_of_different_runs_and_repeated_segments() {
     let one = run_segments(&url, 2, 0.3, "one");
     let other = run_segments(&url, 2, 0.3, "other");
     let p = |x: &PathBuf| x.to_str().unwrap().to_string();
-    let (code, _, err) = main_with(&[ "merge".into(), p(&one[0]), p(&other[1])]);
+    let (code, _, err) = common::cli(&[ "merge".into(), p(&one[0]), p(&other[1])]);
     assert_eq!(code, 2);
     assert!(err.contains("not part of the same run"), "{err}");
-    let (code, _, err) = main_with(&["merge".into(), p(&one[0]), p(&one[0])]);
+    let (code, _, err) = common::cli(&["merge".into(), p(&one[0]), p(&one[0])]);
     assert_eq!(code, 2);
     assert!(err.contains("given twice"), "{err}");
     let junk = temp_path("junk.json");
     std::fs::write(&junk, "{}").unwrap();
-    let (code, _, err) = main_with(&["merge".into(), p(&one[0]), p(&junk)]);
+    let (code, _, err) = common::cli(&["merge".into(), p(&one[0]), p(&junk)]);
     assert_eq!(code, 2);
     assert!(err.contains("is not a perfkit-load result"), "{err}");
     // Thresholds on the merged result decide the exit status too.
-    let (code, out, _) = main_with(&["merge".into(), "--threshold".into(), "p99<1us".into(), p(&one[0]), p(&one[1])]);
+    let (code, out, _) = common::cli(&["merge".into(), "--threshold".into(), "p99<1us".into(), p(&one[0]), p(&one[1])]);
     assert_eq!(code, 3, "{out}");
 }
 
@@ -118,7 +114,7 @@ fn the_interval_log_holds_every_recorded_latency() {
     let server = http_server(HttpOpts::default());
     let json = temp_path("hlog.json");
     let log = temp_path("run.hlog");
-    let (code, out, err) = main_with(&strings(&[
+    let (code, out, err) = common::cli(&strings(&[
         "-t1", "-c2", "-d2s", "-R", "300", "--interval", "500ms", "--json", json.to_str().unwrap(),
         "--hdr-log", log.to_str().unwrap(), &server.url("http", "/"),
     ]));

@@ -104,12 +104,75 @@ where
     Server { addr, stats, stop: Some(stop_tx), thread: Some(thread) }
 }
 
+/// A TLS server's certificate (self-signed, made at test time) and what clients told it.
+pub struct TlsServer {
+    pub server: Server,
+    /// The server's certificate (PEM), for `--cacert`.
+    pub ca: PathBuf,
+    /// The SNI name each handshake carried ("" when none).
+    pub sni: Arc<Mutex<Vec<String>>>,
+}
+
+/// How the TLS test server is set up.
+#[derive(Clone, Default)]
+pub struct TlsOpts {
+    /// Names in the server certificate (default "localhost").
+    pub names: Vec<String>,
+    /// Require a client certificate issued by this self-signed certificate (PEM).
+    pub client_ca: Option<PathBuf>,
+}
+
+/// A self-signed certificate and key for `names`, written as PEM files; (cert path, key path).
+pub fn self_signed(names: &[&str], tag: &str) -> (PathBuf, PathBuf) {
+    let ck = rcgen::generate_simple_self_signed(names.iter().map(|n| n.to_string()).collect::<Vec<_>>()).unwrap();
+    let (cert, key) = (temp_path(&format!("{tag}-cert.pem")), temp_path(&format!("{tag}-key.pem")));
+    std::fs::write(&cert, ck.cert.pem()).unwrap();
+    std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();
+    (cert, key)
+}
+
+/// The HTTP/1.1 test server behind TLS (rustls).
+pub fn tls_http_server(opts: HttpOpts, tls: TlsOpts) -> TlsServer {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let names: Vec<&str> = if tls.names.is_empty() { vec!["localhost"] } else { tls.names.iter().map(|s| s.as_str()).collect() };
+    let (cert_path, key_path) = self_signed(&names, "server");
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert_path).unwrap().map(|c| c.unwrap()).collect();
+    let key = PrivateKeyDer::from_pem_file(&key_path).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone()).with_safe_default_protocol_versions().unwrap();
+    let builder = match &tls.client_ca {
+        None => builder.with_no_client_auth(),
+        Some(ca) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for c in CertificateDer::pem_file_iter(ca).unwrap() {
+                roots.add(c.unwrap()).unwrap();
+            }
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider).build().unwrap();
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let config = Arc::new(builder.with_single_cert(certs, key).unwrap());
+    let acceptor = tokio_rustls::TlsAcceptor::from(config);
+    let sni: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen = sni.clone();
+    let server = spawn_server(move |sock, stats| {
+        let (acceptor, opts, seen) = (acceptor.clone(), opts.clone(), seen.clone());
+        async move {
+            let Ok(tls) = acceptor.accept(sock).await else { return };
+            seen.lock().unwrap().push(tls.get_ref().1.server_name().unwrap_or("").to_string());
+            serve_http(tls, stats, opts).await
+        }
+    });
+    TlsServer { server, ca: cert_path, sni }
+}
+
 /// An HTTP/1.1 keep-alive server answering every request with a small body.
 pub fn http_server(opts: HttpOpts) -> Server {
     spawn_server(move |sock, stats| serve_http(sock, stats, opts.clone()))
 }
 
-async fn serve_http(mut sock: TcpStream, stats: Arc<Stats>, opts: HttpOpts) {
+async fn serve_http<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(mut sock: S, stats: Arc<Stats>, opts: HttpOpts) {
     let mut buf: Vec<u8> = Vec::with_capacity(8192);
     let mut out: Vec<u8> = Vec::with_capacity(512);
     loop {
@@ -162,6 +225,7 @@ async fn serve_http(mut sock: TcpStream, stats: Arc<Stats>, opts: HttpOpts) {
         out.clear();
         if opts.until_close {
             let _ = sock.write_all(format!("HTTP/1.1 {status} X\r\nConnection: close\r\n\r\nhello, world").as_bytes()).await;
+            let _ = sock.shutdown().await; // TLS: close_notify, so the body's end is not a truncation
             return;
         }
         if opts.chunked {
@@ -286,6 +350,14 @@ pub fn http_config(url: &str, rate: Option<f64>, threads: usize, connections: us
     c
 }
 
+
+/// Run the command line in-process: (exit status, stdout, stderr).
+pub fn cli<S: AsRef<str>>(args: &[S]) -> (i32, String, String) {
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let argv = std::iter::once("perfkit-load").chain(args.iter().map(|a| a.as_ref()));
+    let code = perfkit_load::cli::main_with(argv, &mut out, &mut err);
+    (code, String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
+}
 
 /// Load tests in one executable run one at a time (they measure rates on a shared machine).
 pub fn serial() -> std::sync::MutexGuard<'static, ()> {
