@@ -68,6 +68,11 @@ impl Driver {
         self.current
     }
 
+    /// The `--requests` entries this driver picks from.
+    pub fn request_set(&self) -> Option<&std::sync::Arc<crate::requests::RequestSet>> {
+        self.requests.as_ref().map(Chooser::set)
+    }
+
     pub fn closed_loop(&self) -> bool {
         matches!(self.pacer, Pacer::Max)
     }

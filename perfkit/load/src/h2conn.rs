@@ -32,6 +32,7 @@ use tokio::task::JoinHandle;
 
 use crate::driver::Driver;
 use crate::recording::Outcome;
+use crate::requests::{Parts, Renderer};
 use crate::transport::{ConnectTimes, Connector};
 
 /// The largest flow-control window HTTP/2 allows (2^31 − 1).
@@ -93,6 +94,29 @@ pub struct H2Target {
     conn_window: Option<u32>,
 }
 
+/// The headers of an HTTP/2 request: HTTP/1-only ones dropped (connection-specific headers,
+/// `content-length`, which is set from the body, `te` other than `trailers`); a `Host` header
+/// becomes the `:authority` (returned apart).
+fn h2_headers<'a>(pairs: impl Iterator<Item = (&'a str, &'a [u8])>) -> Result<(HeaderMap, Option<String>), String> {
+    let mut headers = HeaderMap::new();
+    let mut host = None;
+    for (k, v) in pairs {
+        let name = HeaderName::from_bytes(k.as_bytes()).map_err(|e| format!("invalid header name {k:?}: {e}"))?;
+        if name == http::header::HOST {
+            host = Some(String::from_utf8_lossy(v).into_owned());
+            continue;
+        }
+        let dropped = CONNECTION_HEADERS.contains(&name.as_str())
+            || name == http::header::CONTENT_LENGTH
+            || (name == http::header::TE && !v.eq_ignore_ascii_case(b"trailers"));
+        if !dropped {
+            let value = HeaderValue::from_bytes(v).map_err(|e| format!("invalid value of header {k:?}: {e}"))?;
+            headers.append(name, value);
+        }
+    }
+    Ok((headers, host))
+}
+
 impl H2Target {
     /// The request of `cfg`: method, path and query, `:authority` from the URL (or a `Host`
     /// header), the headers minus HTTP/1-only ones, the body with its `content-length`.
@@ -104,20 +128,10 @@ impl H2Target {
             Some(p) => format!("{host}:{p}"),
             None => host,
         };
-        let mut headers = HeaderMap::new();
-        for (k, v) in &cfg.headers {
-            let name = HeaderName::from_bytes(k.as_bytes()).map_err(|e| format!("invalid header name {k:?}: {e}"))?;
-            if name == http::header::HOST {
-                authority = v.clone();
-            }
-            // `te` is allowed only as `te: trailers`; content-length is set from the body below.
-            let dropped = CONNECTION_HEADERS.contains(&name.as_str())
-                || name == http::header::CONTENT_LENGTH
-                || (name == http::header::TE && !v.eq_ignore_ascii_case("trailers"));
-            if !dropped {
-                let value = HeaderValue::from_str(v).map_err(|e| format!("invalid value of header {k:?}: {e}"))?;
-                headers.append(name, value);
-            }
+        let pairs = cfg.headers.iter().map(|(k, v)| (k.as_str(), v.as_bytes()));
+        let (mut headers, host) = h2_headers(pairs)?;
+        if let Some(h) = host {
+            authority = h;
         }
         let method = http::Method::from_bytes(cfg.method.as_bytes()).map_err(|e| format!("invalid method {:?}: {e}", cfg.method))?;
         if !cfg.body.is_empty() || matches!(cfg.method.as_str(), "POST" | "PUT" | "PATCH") {
@@ -147,12 +161,35 @@ impl H2Target {
         })
     }
 
-    fn request(&self) -> http::Request<()> {
+    /// The run's one request and its body.
+    fn request(&self) -> (http::Request<()>, Bytes) {
         let mut req = http::Request::new(());
         *req.method_mut() = self.method.clone();
         *req.uri_mut() = self.uri.clone();
         *req.headers_mut() = self.headers.clone();
-        req
+        (req, self.body.clone())
+    }
+
+    /// A request of `--requests` (h2 takes owned parts: one allocation per request here).
+    fn varied(&self, parts: &Parts) -> Result<(http::Request<()>, Bytes), String> {
+        let (mut headers, host) = h2_headers(parts.headers())?;
+        let body = Bytes::copy_from_slice(parts.body());
+        if !body.is_empty() || matches!(parts.method(), "POST" | "PUT" | "PATCH") {
+            headers.insert(http::header::CONTENT_LENGTH, HeaderValue::from(body.len()));
+        }
+        let authority = host.as_deref().unwrap_or(parts.authority());
+        let path = std::str::from_utf8(parts.path()).map_err(|_| "the path is not UTF-8".to_string())?;
+        let uri = http::Uri::builder()
+            .scheme(self.uri.scheme_str().unwrap_or("http"))
+            .authority(authority)
+            .path_and_query(path)
+            .build()
+            .map_err(|e| format!("invalid request target {path:?}: {e}"))?;
+        let mut req = http::Request::new(());
+        *req.method_mut() = http::Method::from_bytes(parts.method().as_bytes()).map_err(|e| e.to_string())?;
+        *req.uri_mut() = uri;
+        *req.headers_mut() = headers;
+        Ok((req, body))
     }
 }
 
@@ -295,12 +332,12 @@ fn head_size(headers: &HeaderMap) -> u64 {
 
 /// Send the request on `send` and read the whole response (releasing flow-control capacity as
 /// the body comes in): the status and the bytes read.
-async fn exchange(send: &mut SendRequest<Bytes>, target: &H2Target) -> Result<(u16, u64), Failure> {
+async fn exchange(send: &mut SendRequest<Bytes>, (req, body): (http::Request<()>, Bytes)) -> Result<(u16, u64), Failure> {
     let (response, mut body_tx) =
-        send.send_request(target.request(), target.body.is_empty()).map_err(|e| Failure::of(e, Outcome::WriteError))?;
-    if !target.body.is_empty() {
+        send.send_request(req, body.is_empty()).map_err(|e| Failure::of(e, Outcome::WriteError))?;
+    if !body.is_empty() {
         // Buffered by h2 and sent as the stream's window allows.
-        body_tx.send_data(target.body.clone(), true).map_err(|e| Failure::of(e, Outcome::WriteError))?;
+        body_tx.send_data(body, true).map_err(|e| Failure::of(e, Outcome::WriteError))?;
     }
     let response = response.await.map_err(|e| Failure::of(e, Outcome::ReadError))?;
     let status = response.status().as_u16();
@@ -324,6 +361,7 @@ async fn run_lane(lanes: Rc<Lanes>, target: Arc<H2Target>, mut d: Driver, timeou
     let mut mine: Handle = None;
     // The next request was already moved off a connection that could not take it.
     let mut moved = false;
+    let mut renderer = Renderer::default();
     while let Some(intended) = d.peek() {
         if !lanes.usable(&mut mine) {
             if lanes.shared.borrow().reconnecting {
@@ -372,7 +410,17 @@ async fn run_lane(lanes: Rc<Lanes>, target: Arc<H2Target>, mut d: Driver, timeou
         let sent = Instant::now();
         d.rec().sent(intended, sent);
         let deadline = (sent + timeout).min(d.stop);
-        let result = tokio::time::timeout_at(tokio::time::Instant::from_std(deadline), exchange(send, &target)).await;
+        let request = match (d.pick(), d.request_set()) {
+            (Some(pick), Some(set)) => match target.varied(&renderer.parts(set, pick)) {
+                Ok(r) => r,
+                Err(_) => {
+                    d.rec().failed(Outcome::WriteError, intended);
+                    continue;
+                }
+            },
+            _ => target.request(),
+        };
+        let result = tokio::time::timeout_at(tokio::time::Instant::from_std(deadline), exchange(send, request)).await;
         let done = Instant::now();
         match result {
             Ok(Ok((status, bytes))) => {

@@ -415,10 +415,6 @@ fn check(cfg: &Config) -> Result<(), LoadError> {
     if cfg.requests.is_some() && cfg.mode == Mode::Ws {
         return Err(LoadError::Usage("--requests is for HTTP, not --ws (each JSON-RPC call already gets its own id)".into()));
     }
-    if cfg.requests.is_some() && cfg.h2 {
-        // Until h2conn sends them (requests::Renderer::parts has what it needs).
-        return Err(LoadError::Usage("--requests works with HTTP/1.1 only for now, not with --h2".into()));
-    }
     Ok(())
 }
 

@@ -488,3 +488,30 @@ fn flags_and_setup_failures() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("does not speak HTTP/2"), "{err}");
 }
+
+#[test]
+fn varied_requests_over_streams() {
+    let _serial = serial();
+    let server = hyper_server(None);
+    let dir = common::temp_path("h2-requests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("reqs.jsonl");
+    std::fs::write(
+        &file,
+        "{\"method\":\"POST\",\"path\":\"/a?n={{seq}}\",\"body\":\"{{uuid}}\",\"label\":\"a\",\"weight\":3}\n\
+         {\"path\":\"/b\",\"headers\":{\"X-Id\":\"{{rand_int 1 9}}\"},\"label\":\"b\"}\n",
+    )
+    .unwrap();
+    let mut cfg = h2_config(&server.url(), 1000.0, 1, 2, 4, 2.0);
+    let url = cfg.url.clone();
+    let d = perfkit_load::requests::Defaults { url: &url, method: "GET", headers: &[], body: b"" };
+    cfg.requests = Some(Arc::new(perfkit_load::requests::RequestSet::load(&file, &d, None, 5).unwrap()));
+    let r = perfkit_load::run(&cfg).expect("run").result;
+    assert_eq!(r.intended, 2000);
+    assert_eq!(r.intended, sum_of_outcomes(&r));
+    let per_label: Vec<(String, u64)> = r.labels.iter().map(|l| (l.label.clone(), l.tally.intended)).collect();
+    let a = per_label.iter().find(|(l, _)| l == "a").unwrap().1 as f64;
+    assert!((a / 2000.0 - 0.75).abs() < 0.05, "weights 3:1 over HTTP/2: {per_label:?}");
+    assert!(r.outcomes["2xx"] >= 1990, "{:?}", r.outcomes);
+    assert_eq!(server.stats.requests.load(Ordering::SeqCst) as u64, r.outcomes["2xx"] + r.outcomes["unfinished"]);
+}

@@ -234,9 +234,6 @@ fn bad_request_files_exit_2_before_any_connection() {
     let (code, _, err) = run_cli(&["-t1", "-c1", "-d1s", "-R", "10", "--ws", "--requests", good.to_str().unwrap(), &ws]);
     assert_eq!(code, 2);
     assert!(err.contains("--requests is for HTTP, not --ws"), "{err}");
-    let (code, _, err) = run_cli(&["-t1", "-c1", "-d1s", "-R", "10", "--h2", "--requests", good.to_str().unwrap(), &url]);
-    assert_eq!(code, 2);
-    assert!(err.contains("not with --h2"), "{err}");
     assert_eq!(server.accepted(), 0, "no connection was opened");
 }
 
