@@ -29,7 +29,11 @@ def cargo_env(args) -> dict:
         tmp.write_text(config)
         tmp.replace(config_file)
     tool_dir = str(pathlib.Path(args.rustc).parent)
+    # Test executables (one per tests/*.rs) skip the release profile's thin LTO: linking each of them
+    # with LTO cost minutes per crate, and tests assert behaviour, not the last percent of speed.
+    test_profile = {"CARGO_PROFILE_RELEASE_LTO": "false", "CARGO_PROFILE_RELEASE_CODEGEN_UNITS": "16"}
     return {
+        **(test_profile if args.mode == "test" else {}),
         "PATH": f"{tool_dir}:/usr/local/bin:/usr/bin:/bin",
         "HOME": str(home),
         "CARGO_HOME": str(home),
