@@ -80,11 +80,12 @@ impl Driver {
     /// Intended time of the next request (now, in closed loop); `None` once the end has come or
     /// nothing more is due before it.
     pub fn peek(&mut self) -> Option<Instant> {
-        if Instant::now() >= self.end {
+        let now = Instant::now();
+        if now >= self.end {
             return None;
         }
         let t = match &mut self.pacer {
-            Pacer::Max => Instant::now(),
+            Pacer::Max => now,
             Pacer::Scheduled(s) => *self.next.get_or_insert_with(|| s.next().unwrap_or(self.end)),
         };
         (t < self.end).then_some(t)
@@ -93,6 +94,7 @@ impl Driver {
     /// Take the next request: its intended time (call after [`Driver::peek`] said there is one).
     pub fn take(&mut self) -> Instant {
         let t = match self.pacer {
+            // Closed loop: the request is intended when it is taken (peek may be long before).
             Pacer::Max => Instant::now(),
             Pacer::Scheduled(_) => self.next.take().expect("peek() found a request due"),
         };

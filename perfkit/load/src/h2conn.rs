@@ -30,6 +30,7 @@ use h2::client::SendRequest;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::task::JoinHandle;
 
+use crate::deadline::Deadline;
 use crate::driver::Driver;
 use crate::recording::Outcome;
 use crate::requests::{Parts, Renderer};
@@ -362,6 +363,7 @@ async fn run_lane(lanes: Rc<Lanes>, target: Arc<H2Target>, mut d: Driver, timeou
     // The next request was already moved off a connection that could not take it.
     let mut moved = false;
     let mut renderer = Renderer::default();
+    let mut watchdog = Deadline::new();
     while let Some(intended) = d.peek() {
         if !lanes.usable(&mut mine) {
             if lanes.shared.borrow().reconnecting {
@@ -420,14 +422,14 @@ async fn run_lane(lanes: Rc<Lanes>, target: Arc<H2Target>, mut d: Driver, timeou
             },
             _ => target.request(),
         };
-        let result = tokio::time::timeout_at(tokio::time::Instant::from_std(deadline), exchange(send, request)).await;
+        let result = watchdog.run(deadline, exchange(send, request)).await;
         let done = Instant::now();
         match result {
-            Ok(Ok((status, bytes))) => {
+            Some(Ok((status, bytes))) => {
                 d.rec().completed(Outcome::of_status(status), intended, sent, done, bytes);
                 d.connected_ok();
             }
-            Ok(Err(f)) => {
+            Some(Err(f)) => {
                 d.rec().failed(f.outcome, intended);
                 if f.conn_lost {
                     lanes.invalidate(generation);
@@ -437,12 +439,12 @@ async fn run_lane(lanes: Rc<Lanes>, target: Arc<H2Target>, mut d: Driver, timeou
                     d.back_off().await;
                 }
             }
-            Err(_) if deadline < sent + timeout => {
+            None if deadline < sent + timeout => {
                 // The run stopped with this request in flight.
                 d.finish([(intended, sent)]);
                 return;
             }
-            Err(_) => {
+            None => {
                 // Dropping the stream cancels it (RST_STREAM); the connection stays.
                 d.rec().timed_out(intended, sent, sent + timeout);
             }

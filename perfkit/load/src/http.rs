@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::deadline::Deadline;
 use crate::driver::Driver;
 use crate::transport::{ConnectTimes, Connector, Stream};
 use crate::recording::Outcome;
@@ -303,6 +304,7 @@ impl HttpConn {
 pub async fn run_connection(initial: HttpConn, target: Arc<HttpTarget>, mut d: Driver, timeout: Duration) {
     let mut conn = Some(initial);
     let mut render = Renderer::default();
+    let mut watchdog = Deadline::new();
     while let Some(intended) = d.peek() {
         if conn.is_none() {
             conn = d.reconnect(HttpConn::connect(&target.connector)).await;
@@ -318,32 +320,32 @@ pub async fn run_connection(initial: HttpConn, target: Arc<HttpTarget>, mut d: D
         let sent = Instant::now();
         d.rec().sent(intended, sent);
         let deadline = (sent + timeout).min(d.stop);
-        let result = tokio::time::timeout_at(tokio::time::Instant::from_std(deadline), async {
+        let exchange = async {
             c.send(request).await.map_err(|_| Outcome::WriteError)?;
             c.read_response(head).await.map_err(|_| Outcome::ReadError)
-        })
-        .await;
+        };
+        let result = watchdog.run(deadline, exchange).await;
         let done = Instant::now();
         match result {
-            Ok(Ok(info)) => {
+            Some(Ok(info)) => {
                 d.rec().completed(Outcome::of_status(info.status), intended, sent, done, info.bytes);
                 d.connected_ok();
                 if info.close {
                     conn = None;
                 }
             }
-            Ok(Err(outcome)) => {
+            Some(Err(outcome)) => {
                 d.rec().failed(outcome, intended);
                 conn = None;
                 // A server that resets connections: don't spin, back off before reconnecting.
                 d.back_off().await;
             }
-            Err(_) if deadline < sent + timeout => {
+            None if deadline < sent + timeout => {
                 // The run stopped with this request in flight.
                 d.finish([(intended, sent)]);
                 return;
             }
-            Err(_) => {
+            None => {
                 d.rec().timed_out(intended, sent, sent + timeout);
                 conn = None;
             }

@@ -23,6 +23,7 @@
 //! duration (plus `--drain`).
 
 pub mod cli;
+pub mod deadline;
 pub mod driver;
 pub mod h2conn;
 pub mod http;

@@ -48,23 +48,30 @@ fn fractional_rate_with_more_connections_than_requests_per_second() {
 #[test]
 fn sends_leave_within_a_millisecond_of_their_intended_time() {
     let _serial = common::serial();
-    // Pacing with tokio's 1 ms timer puts the median send lateness near 0.5 ms; the engine's timer is
-    // precise to tens of microseconds (a wide margin here: a behaviour test, not a benchmark).
+    // Pacing with tokio's 1 ms timer puts the median send lateness near 0.5 ms and the p99 near 1 ms in
+    // every run; the engine's timer is precise to tens of microseconds. A virtual machine's scheduling
+    // hiccup can spoil the tail of one run, so the engine gets three tries to show a p99 under 1 ms; an
+    // engine that paces late fails all three. When even the server's answers are slow the machine is
+    // overloaded and the run says nothing about pacing.
     let server = http_server(HttpOpts::default());
-    let cfg = http_config(&server.url("http", "/"), Some(5000.0), 1, 16, 3.0);
-    let r = perfkit_load::run(&cfg).expect("run").result;
-    let l = &r.send_lateness.as_ref().expect("scheduled run").percentiles_us;
-    eprintln!("send lateness p50 {} p99 {} max {} us", l.p50, l.p99, l.max);
-    // The median says how the engine paces; the tail is the machine's scheduling (a virtual machine's
-    // wake-ups vary from 0.1 to several ms here), so it gets a generous bound. When even the server's
-    // answers are slow the machine is overloaded and the run says nothing about pacing.
-    let u50 = r.latency.uncorrected.percentiles_us.p50;
-    if u50 > 500 {
-        eprintln!("inconclusive: the machine is overloaded (uncorrected p50 {u50} us)");
+    let mut tails = Vec::new();
+    for _ in 0..3 {
+        let cfg = http_config(&server.url("http", "/"), Some(5000.0), 1, 16, 3.0);
+        let r = perfkit_load::run(&cfg).expect("run").result;
+        let l = &r.send_lateness.as_ref().expect("scheduled run").percentiles_us;
+        let u50 = r.latency.uncorrected.percentiles_us.p50;
+        eprintln!("send lateness p50 {} p99 {} max {} us; uncorrected p50 {u50} us", l.p50, l.p99, l.max);
+        assert!(l.p50 < 300 || u50 > 500, "median send lateness {} us", l.p50);
+        if l.p99 < 1000 {
+            return;
+        }
+        tails.push((l.p99, u50));
+    }
+    if tails.iter().all(|(_, u50)| *u50 > 500) {
+        eprintln!("inconclusive: the machine is overloaded {tails:?}");
         return;
     }
-    assert!(l.p50 < 300, "median send lateness {} us", l.p50);
-    assert!(l.p99 < 20_000, "p99 send lateness {} us", l.p99);
+    panic!("p99 send lateness over 1 ms in every run (p99, uncorrected p50 in us): {tails:?}");
 }
 
 #[test]
