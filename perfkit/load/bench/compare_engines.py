@@ -26,6 +26,7 @@ import argparse
 import glob
 import json
 import os
+import pathlib
 import re
 import shlex
 import shutil
@@ -111,7 +112,10 @@ def free_port() -> int:
 def find_engine(given: str | None) -> str:
     if given:
         return given
-    roots = [os.environ.get("RUNFILES_DIR", ""), os.path.abspath(sys.argv[0]) + ".runfiles"]
+    # bazel run starts the script inside its runfiles tree (RUNFILES_DIR is not always set).
+    script = os.path.abspath(sys.argv[0])
+    roots = [os.environ.get("RUNFILES_DIR", ""), script + ".runfiles"]
+    roots += [str(p) for p in pathlib.Path(script).parents if p.name.endswith(".runfiles")]
     for root in roots:
         if root:
             hits = [h for name in ("perfkit-load", "perfkit-load.bin")
