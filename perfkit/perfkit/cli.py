@@ -1,14 +1,17 @@
 """The command line.
 
     perfkit [--suite quick|full] [--only NAME ...] [--duration S] [--repeat N] [--out DIR] [--list] ...
-    perfkit compare A/results.json B/results.json [--min-change 0.05] [--all] [--fail-on-slower]
+    perfkit compare A/results.json B/results.json [--min-change 0.05] [--force] [--all] [--fail-on-slower] [--json OUT]
+    perfkit gate BASELINE.toml [--rounds N] [--scenarios DIR] [--bin NAME=PATH]
+    perfkit trend SCENARIO [--workload W] [--index results/index.jsonl] [--out FILE.html]
     perfkit report RESULTS_DIR            # re-render report.md / report.html from a results.json
     perfkit paired SCENARIO/BASE SCENARIO/VARIANT [--workload W] [--rounds N] [--max-cost 0.05]
     perfkit merge A.json B.json ... [--json OUT] [--threshold EXPR]... [-L]
     perfkit distributed --scheduler tcp://HOST:8786 [--workers A,B] [--json OUT] [--threshold EXPR]... -- ENGINE_ARGS
 
 Exit status: 0 done, 1 some system failed / a regression with --fail-on-slower / a paired cost not shown
-within --max-cost / a load segment failed, 2 bad input, 3 a load threshold failed (merge, distributed), 130 Ctrl-C.
+within --max-cost / a gate failed / a load segment failed, 2 bad input (compare: runs measured differently),
+3 a load threshold failed (merge, distributed), 130 Ctrl-C.
 """
 
 from __future__ import annotations
@@ -16,15 +19,18 @@ from __future__ import annotations
 import argparse
 import datetime
 import ipaddress
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 
 from . import compare as compare_mod
+from . import gate as gate_mod
+from . import history, procs, report_html, report_md, results
 from . import paired as paired_mod
-from . import procs, report_html, report_md, results
 from .clients import ClientRun
 from .loadgen import engine_version
 from .paired import PairedRun, PairedSettings
@@ -34,8 +40,9 @@ from .scenarios import Registry, ScenarioError
 
 SUITES = {
     # duration = each constant-rate run, probe = each closed-loop probe
-    "quick": {"duration": 2.0, "probe": 2.0, "warmup": 1.0, "repeat": 3},
-    "full": {"duration": 10.0, "probe": 5.0, "warmup": 3.0, "repeat": 3},
+    # search_steps = bisection steps of the sustainable-throughput search (after the shared rates bound it)
+    "quick": {"duration": 2.0, "probe": 2.0, "warmup": 1.0, "repeat": 2, "search_steps": 3},
+    "full": {"duration": 10.0, "probe": 5.0, "warmup": 3.0, "repeat": 3, "search_steps": 6},
 }
 
 
@@ -105,7 +112,8 @@ def bench_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="perfkit", description="Run the perfkit bench: every registered service "
                                 "against its peers and floor; writes results.json, report.md and report.html.",
                                 epilog="Other commands: 'perfkit compare A B', 'perfkit report DIR', "
-                                "'perfkit paired A B', 'perfkit merge A.json B.json', "
+                                "'perfkit paired A B', 'perfkit gate BASELINE.toml', 'perfkit trend SCENARIO', "
+                                "'perfkit merge A.json B.json', "
                                 "'perfkit distributed --scheduler ADDR -- ENGINE_ARGS'.")
     p.add_argument("--suite", choices=sorted(SUITES), default="quick", help="quick (default, <= 10 min) or full")
     p.add_argument("--only", action="append", metavar="NAME",
@@ -114,6 +122,8 @@ def bench_parser() -> argparse.ArgumentParser:
     p.add_argument("--probe", type=_positive, help="seconds per closed-loop saturation probe")
     p.add_argument("--warmup", type=float, help="seconds of warm-up before the first probe")
     p.add_argument("--repeat", type=_repeat, help="repeats per figure (medians and spreads are reported)")
+    p.add_argument("--search-steps", type=_int_in("--search-steps", 0, 20),
+                   help="bisection steps of the sustainable-throughput search (quick 3, full 6)")
     p.add_argument("--out", help="output folder (default: results/<timestamp> in the workspace)")
     p.add_argument("--list", action="store_true", help="list the registered scenarios and exit")
     p.add_argument("--scenarios", help="scenario folder (default: perfkit/scenarios)")
@@ -212,12 +222,14 @@ def run_bench(argv: list[str]) -> int:
     settings = Settings(
         suite=a.suite, duration=a.duration or preset["duration"], probe=a.probe or preset["probe"],
         warmup=preset["warmup"] if a.warmup is None else max(0.0, a.warmup),
-        repeat=a.repeat or preset["repeat"], load_bin=load_bin, bins=bins, peers_dir=PEERS_DIR,
+        repeat=a.repeat or preset["repeat"],
+        search_steps=preset["search_steps"] if a.search_steps is None else a.search_steps, load_bin=load_bin, bins=bins, peers_dir=PEERS_DIR,
         sut_cpus=sut, load_cpus=load, metrics_addr=a.metrics_addr, work_dir=work)
     doc = results.new_document(
         a.suite,
         {"duration_s": settings.duration, "probe_s": settings.probe, "warmup_s": settings.warmup,
-         "repeat": settings.repeat, "levels": list(settings.levels), "only": a.only or []},
+         "repeat": settings.repeat, "levels": list(settings.levels), "search_steps": settings.search_steps,
+         "only": a.only or []},
         {"systems": sut, "load": load}, {"path": load_bin, "version": engine_version(load_bin)},
         ["perfkit"] + list(argv))
     runs = [(ServerRun if sc.kind == "server" else ClientRun)(sc, members, settings, None)
@@ -254,6 +266,10 @@ def run_bench(argv: list[str]) -> int:
     except results.ResultsError as e:
         print(f"perfkit: warning: {e}", file=sys.stderr)
     paths = write_reports(doc, out)
+    try:
+        paths.append(history.append(doc, out))
+    except OSError as e:  # the run's own files are written: a read-only parent must not fail it
+        print(f"perfkit: warning: cannot append to the run index: {e.strerror or e}", file=sys.stderr)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     if not a.quiet:
         print(report_md.summary_table(doc))
@@ -264,14 +280,21 @@ def run_bench(argv: list[str]) -> int:
 
 
 def run_compare(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="perfkit compare",
-                                description="What got faster or slower from A to B, beyond the measured spread.")
+    p = argparse.ArgumentParser(
+        prog="perfkit compare",
+        description="What got worse or better from results A to results B: figures keyed by absolute rates, "
+                    "judged by a bootstrap 95% interval of B/A of the medians over the repeats and a minimum "
+                    "change. Refuses runs not measured the same way (suite, engine, machine, settings).")
     p.add_argument("a", help="results.json (or its folder) of the baseline")
     p.add_argument("b", help="results.json (or its folder) to compare with it")
-    p.add_argument("--min-change", type=float, default=compare_mod.MIN_CHANGE,
-                   help="smallest relative change ever reported (default 0.05)")
-    p.add_argument("--all", action="store_true", help="also list the figures within the spread")
-    p.add_argument("--fail-on-slower", action="store_true", help="exit 1 when anything got slower")
+    p.add_argument("--min-change", type=_fraction, default=compare_mod.MIN_CHANGE, metavar="FRACTION",
+                   help="smallest change that counts, e.g. 0.05 or 5%% (default 5%%)")
+    p.add_argument("--force", action="store_true",
+                   help="compare even when A and B were not measured the same way (the mismatches are printed)")
+    p.add_argument("--all", action="store_true", help="also list the figures that stayed the same")
+    p.add_argument("--fail-on-slower", action="store_true", help="exit 1 when any figure got worse")
+    p.add_argument("--json", metavar="OUT", help="write the comparison there")
+    p.add_argument("--seed", type=int, default=1, help="bootstrap seed (default 1)")
     a = p.parse_args(argv)
     try:
         da = results.load(_user_path(a.a))
@@ -279,9 +302,26 @@ def run_compare(argv: list[str]) -> int:
     except results.ResultsError as e:
         print(f"perfkit compare: error: {e}", file=sys.stderr)
         return 2
-    changes = compare_mod.compare(da, db, a.min_change)
-    sys.stdout.write(compare_mod.render(changes, a.a, a.b, a.all))
-    return 1 if a.fail_on_slower and any(c.verdict == "slower" for c in changes) else 0
+    mismatched = compare_mod.mismatches(da, db)
+    if mismatched and not a.force:
+        print("perfkit compare: error: A and B were not measured the same way (--force compares anyway):\n"
+              + "\n".join(f"  {m}" for m in mismatched), file=sys.stderr)
+        return 2
+    changes = compare_mod.compare(da, db, a.min_change, seed=a.seed)
+    sys.stdout.write(compare_mod.render(changes, a.a, a.b, show_same=a.all, mismatched=mismatched,
+                                        missing=(compare_mod.only_in(da, db), compare_mod.only_in(db, da)),
+                                        min_change=a.min_change))
+    if a.json:
+        doc = compare_mod.to_json(changes, a.a, a.b, mismatched=mismatched, forced=a.force,
+                                  min_change=a.min_change, seed=a.seed)
+        try:
+            with open(_user_path(a.json), "w") as f:
+                json.dump(doc, f, indent=1)
+                f.write("\n")
+        except OSError as e:
+            print(f"perfkit compare: error: cannot write {a.json}: {e.strerror or e}", file=sys.stderr)
+            return 2
+    return 1 if a.fail_on_slower and any(c.verdict == "worse" for c in changes) else 0
 
 
 def run_report(argv: list[str]) -> int:
@@ -423,6 +463,112 @@ def run_paired(argv: list[str]) -> int:
     return 1 if rec["verdict"] in ("over", "undecided") else 0
 
 
+def gate_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="perfkit gate",
+        description="A short paired check for CI: the variant and base of a baseline file loaded at the same time "
+                    "on one CPU set (paired --concurrent); passes while the bootstrap 95% interval of the measured "
+                    "req/s ratio reaches the stored ratio x (1 - tolerance), fails when it is wholly below.")
+    p.add_argument("baseline", metavar="BASELINE.toml", help="e.g. perfkit/gates/aquilia_app.toml")
+    p.add_argument("--rounds", type=_rounds, default=6, help="rounds, even (default 6)")
+    p.add_argument("--round", dest="round_s", type=_positive, default=1.0,
+                   help="seconds both systems are measured per round (default 1)")
+    p.add_argument("--warmup", type=_positive, default=1.0, help="seconds of warm-up per system (default 1)")
+    p.add_argument("--seed", type=int, default=1, help="bootstrap seed (default 1)")
+    p.add_argument("--out", help="keep paired.json, paired.md and the logs there (default: nothing is kept)")
+    p.add_argument("--scenarios", help="scenario folder (default: perfkit/scenarios)")
+    p.add_argument("--bin", action="append", type=_bin, default=[], metavar="NAME=PATH",
+                   help="where a binary named in the scenarios or perfkit-load is")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    return p
+
+
+def _workspace_path(p: str) -> str:
+    """As _user_path; a relative path missing there is looked for in the workspace (committed files)."""
+    path = _user_path(p)
+    ws = os.environ.get("BUILD_WORKSPACE_DIRECTORY")
+    if not os.path.exists(path) and ws and not os.path.isabs(p):
+        return os.path.join(ws, p)
+    return path
+
+
+def run_gate(argv: list[str]) -> int:
+    a = gate_parser().parse_args(argv)
+    try:
+        bl = gate_mod.load(_workspace_path(a.baseline))
+        reg = Registry.load(_user_path(a.scenarios) if a.scenarios else None)
+        sc, base, variant, w = _paired_selection(reg, f"{bl.scenario}/{bl.base}", f"{bl.scenario}/{bl.variant}",
+                                                 bl.workload)
+    except (gate_mod.GateError, ScenarioError) as e:
+        print(f"perfkit gate: error: {e}", file=sys.stderr)
+        return 2
+    bins = resolve_bins(dict(a.bin))
+    load_bin, err = _load_engine(bins)
+    if err:
+        print(f"perfkit gate: error: {err}", file=sys.stderr)
+        return 2
+    sut, load = procs.cpu_sets()
+    with tempfile.TemporaryDirectory(prefix="perfkit-gate-") as tmp:
+        out = _user_path(a.out) if a.out else tmp
+        err = _output_folder(out)
+        if err:
+            print(f"perfkit gate: error: {err}", file=sys.stderr)
+            return 2
+        settings = Settings(load_bin=load_bin, bins=bins, peers_dir=PEERS_DIR, sut_cpus=sut, load_cpus=load,
+                            work_dir=os.path.join(out, "logs"))
+        ps = PairedSettings(rounds=a.rounds, round_s=a.round_s, warmup_s=a.warmup, seed=a.seed, concurrent=True)
+        run = PairedRun(sc, base, variant, w, settings, ps, None)
+        run.progress = Progress(run.steps(), quiet=a.quiet)
+        run.progress.say(f"perfkit gate: {sc.name}/{variant} ÷ {base} on {w.name}, {ps.rounds} rounds of "
+                         f"{ps.round_s:g} s, both at once; systems on CPU {sut}, load on CPU {load}")
+        old = signal.signal(signal.SIGTERM, _on_sigterm)
+        try:
+            rec = run.run()
+        except KeyboardInterrupt:
+            print("perfkit gate: interrupted", file=sys.stderr)
+            return 130
+        finally:
+            procs.stop_all()
+            signal.signal(signal.SIGTERM, old)
+        if a.out:
+            paired_mod.write(rec, out)
+    verdict, lines = gate_mod.judge(bl, rec)
+    print("\n".join(lines))
+    return 0 if verdict == "pass" else 1
+
+
+def run_trend(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="perfkit trend",
+        description="The service's headline ratios to its best peer (sustainable rate, CPU per request, closed-loop "
+                    "max) over the bench runs of the run index: a table, and an HTML plot (plotly, self-contained).")
+    p.add_argument("scenario", help="a scenario name, e.g. aquilia_app")
+    p.add_argument("--workload", help="one workload only (default: every workload of the scenario)")
+    p.add_argument("--index", help="the run index (default: results/index.jsonl in the workspace)")
+    p.add_argument("--out", metavar="FILE.html",
+                   help="where the plot goes (default: trend-SCENARIO.html beside the index)")
+    a = p.parse_args(argv)
+    index = _user_path(a.index) if a.index else os.path.join(os.path.dirname(_default_out()), history.INDEX)
+    try:
+        trend = history.rows(history.read(index), a.scenario, a.workload)
+    except history.HistoryError as e:
+        print(f"perfkit trend: error: {e}", file=sys.stderr)
+        return 2
+    out = _user_path(a.out) if a.out else os.path.join(os.path.dirname(index), f"trend-{a.scenario}.html")
+    runs = len({r["created"] for r in trend})
+    sys.stdout.write(f"perfkit trend: {a.scenario}, {runs} run(s) in {index}; ratios service ÷ best peer "
+                     "(CPU per request: lower is better)\n\n"
+                     + history.table(trend))
+    try:
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(history.plot_html(trend, a.scenario))
+    except OSError as e:
+        print(f"perfkit trend: error: cannot write {out}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    print(f"\nplot: {out}")
+    return 0
+
+
 def _merge_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="OUT", help="write the merged result there")
     p.add_argument("--threshold", action="append", default=[], metavar="EXPR",
@@ -528,6 +674,10 @@ def main(argv: list[str] | None = None) -> int:
         return run_paired(argv[1:])
     if argv and argv[0] == "compare":
         return run_compare(argv[1:])
+    if argv and argv[0] == "gate":
+        return run_gate(argv[1:])
+    if argv and argv[0] == "trend":
+        return run_trend(argv[1:])
     if argv and argv[0] == "report":
         return run_report(argv[1:])
     if argv and argv[0] == "merge":

@@ -14,6 +14,9 @@ import tempfile
 from .procs import Proc, StartError
 
 
+DRAIN_S = 1.0
+
+
 class LoadError(RuntimeError):
     """A load run failed (the engine's own message is in the text)."""
 
@@ -33,8 +36,10 @@ def run(binary: str, url: str, *, mode: str = "http", method: str = "GET", body:
     """Run the engine once: closed loop when ``rate`` is None (``--max``), else constant rate."""
     fd, out_path = tempfile.mkstemp(prefix="perfkit-load-", suffix=".json")
     os.close(fd)
+    # --drain: the answers still in flight at the end are waited for (briefly), so a healthy run does not
+    # count its last requests as unfinished failures
     cmd = [binary, "-t", "1", "-c", str(connections), "-d", f"{duration}s", "--warmup", f"{warmup}s",
-           "--timeout", f"{timeout_s}s", "--scenario", scenario, "--json", out_path]
+           "--timeout", f"{timeout_s}s", "--drain", f"{DRAIN_S}s", "--scenario", scenario, "--json", out_path]
     cmd += ["--max"] if rate is None else ["-R", f"{rate:.3f}"]
     if mode == "ws":
         cmd.append("--ws")
@@ -55,7 +60,7 @@ def run(binary: str, url: str, *, mode: str = "http", method: str = "GET", body:
         raise LoadError(str(e)) from None
     try:
         try:
-            status = proc.popen.wait(duration + warmup + timeout_s + 30)
+            status = proc.popen.wait(duration + warmup + timeout_s + DRAIN_S + 30)
         except subprocess.TimeoutExpired:
             raise LoadError(f"perfkit-load did not finish in time: {proc.log_tail(5)}") from None
         if status != 0:

@@ -34,7 +34,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import random
 import statistics
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -43,8 +42,8 @@ from statistics import geometric_mean
 from . import loadgen
 from .runner import Settings, Started, round_order, start_system, workload_url
 from .scenarios import Scenario, Workload
+from .stats import BOOTSTRAP_RESAMPLES, bootstrap_interval
 
-BOOTSTRAP_RESAMPLES = 4000
 # --concurrent: the base's share of the CPU time outside this range means the two were not both saturated
 UNEVEN_SHARE = (0.45, 0.55)
 
@@ -58,21 +57,6 @@ class PairedSettings:
     max_cost: float | None = None
     seed: int = 1
     concurrent: bool = False  # both systems loaded at the same time, sharing their CPU set
-
-
-def bootstrap_interval(values: list[float], stat, *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 1,
-                       level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap interval of ``stat`` over ``values``.  Written here (a dozen lines) rather than
-    pulling SciPy into the bench's environment for one function; seeded, so a report can be re-derived."""
-    if len(values) < 2:
-        v = stat(values) if values else float("nan")
-        return v, v
-    rng = random.Random(seed)
-    n = len(values)
-    est = sorted(stat([values[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples))
-    lo = est[int((1 - level) / 2 * resamples)]
-    hi = est[min(resamples - 1, int((1 + level) / 2 * resamples))]
-    return lo, hi
 
 
 def summarise(ratios: list[float], *, seed: int = 1) -> dict:

@@ -163,30 +163,7 @@ class Proc:
 
     def wait_ready(self, url: str, timeout: float) -> float:
         """Poll ``url`` (http://… answering 2xx, or tcp://host:port accepting) until ready; seconds taken."""
-        t0 = time.monotonic()
-        deadline = t0 + timeout
-        last = "no answer"
-        while time.monotonic() < deadline:
-            if not self.alive():
-                raise StartError(f"{self.name} exited with status {self.popen.returncode} before it was ready",
-                                 self.log_tail())
-            try:
-                if url.startswith("tcp://"):
-                    host, port = url[6:].rstrip("/").rsplit(":", 1)
-                    with socket.create_connection((host, int(port)), timeout=0.5):
-                        return time.monotonic() - t0
-                else:
-                    with urllib.request.urlopen(url, timeout=1.0) as r:
-                        if 200 <= r.status < 300:
-                            return time.monotonic() - t0
-                        last = f"HTTP {r.status}"
-            except urllib.error.HTTPError as e:
-                last = f"HTTP {e.code}"
-            except (OSError, ValueError) as e:
-                last = str(getattr(e, "reason", e))
-            time.sleep(0.05)
-        raise StartError(f"{self.name} was not ready at {url} within {timeout:.0f} s (last: {last})",
-                         self.log_tail())
+        return wait_ready(self.name, url, timeout, self)
 
     def stop(self, timeout: float = 5.0) -> int | None:
         """SIGTERM the process group, SIGKILL after ``timeout``; returns the exit status."""
@@ -217,6 +194,39 @@ class Proc:
                 _LIVE.discard(self)
             if not self._log.closed:
                 self._log.close()
+
+
+def ready_now(url: str) -> str | None:
+    """None when ``url`` answers (http://… with a 2xx, tcp://host:port by accepting), else why not."""
+    try:
+        if url.startswith("tcp://"):
+            host, port = url[6:].rstrip("/").rsplit(":", 1)
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=0.5):
+                return None
+        with urllib.request.urlopen(url, timeout=1.0) as r:
+            return None if 200 <= r.status < 300 else f"HTTP {r.status}"
+    except urllib.error.HTTPError as e:
+        return f"HTTP {e.code}"
+    except (OSError, ValueError) as e:
+        return str(getattr(e, "reason", e))
+
+
+def wait_ready(name: str, url: str, timeout: float, proc: Proc | None = None) -> float:
+    """Poll ``url`` until it answers (see ready_now); seconds taken. StartError when ``proc`` exits first or the
+    time runs out."""
+    t0 = time.monotonic()
+    deadline = t0 + timeout
+    last = "no answer"
+    while time.monotonic() < deadline:
+        if proc is not None and not proc.alive():
+            raise StartError(f"{name} exited with status {proc.popen.returncode} before it was ready",
+                             proc.log_tail())
+        last = ready_now(url)
+        if last is None:
+            return time.monotonic() - t0
+        time.sleep(0.05)
+    raise StartError(f"{name} was not ready at {url} within {timeout:.0f} s (last: {last})",
+                     proc.log_tail() if proc else "")
 
 
 def stop_all() -> None:

@@ -1,15 +1,21 @@
 """The method, per server scenario and workload:
 
-1. start every system of the scenario pinned to the systems' CPU set, wait until each is ready;
+1. start every system of the scenario pinned to the systems' CPU set, wait until each is ready (a system given
+   by ``url`` is already running: it is only waited for);
 2. warm-up, then a closed-loop saturation probe (``perfkit-load --max``) per system, N repeats → max req/s;
    the repeats are rounds over every system, every other round in reverse order (``round_order``), so no
-   system is always measured right after the same neighbour or always first;
+   system is always measured right after the same neighbour or always first. A probe in which the load
+   engine's own CPU was saturated marks the max "load-generator bound";
 3. constant-rate runs at 50/75/90 % of the *slowest* system's median max (or of the scenario's
    ``rate_reference`` system's) — the same absolute rates for every system, so their corrected latencies
-   compare — N repeats each;
-4. /metrics scraped before and after each system's share of the workload (hot-path breakdown);
-5. peak RSS and CPU time sampled from /proc; everything stopped cleanly.
+   compare — N repeats each, with the server's CPU time per completed request read from /proc around each;
+4. the headline, sustainable throughput: per system, a bisection over constant-rate runs for the highest
+   offered rate it holds (achieved >= 99 % of the target, the engine's schedule held, no failed answer)
+   with corrected p99 within the workload's SLO; the constant-rate runs of step 3 bound it first;
+5. /metrics scraped before and after each system's share of the workload (hot-path breakdown);
+6. peak RSS and CPU time sampled from /proc; everything stopped cleanly.
 
+Failed answers (transport errors, timeouts, unfinished requests, non-2xx, JSON-RPC errors) are errors.
 A system that fails to start or dies is reported failed with its log tail and the rest goes on.
 Client scenarios are in ``clients``.
 """
@@ -25,7 +31,7 @@ import tempfile
 from dataclasses import dataclass, field
 
 from . import loadgen, promtext, stats
-from .procs import Proc, StartError, free_port
+from .procs import Proc, StartError, free_port, wait_ready
 from .scenarios import Scenario, System, Version, Workload, substitute
 
 PERCENTILES = ("p50", "p75", "p90", "p99", "p99_9", "p99_99", "max")
@@ -40,6 +46,7 @@ class Settings:
     warmup: float = 1.0
     repeat: int = 3
     levels: tuple[float, ...] = (0.5, 0.75, 0.9)
+    search_steps: int = 3  # bisection steps of the sustainable-throughput search
     load_bin: str = "perfkit-load"
     bins: dict = field(default_factory=dict)
     peers_dir: str = ""
@@ -115,6 +122,13 @@ def start_system(st: Started, settings: Settings, cpus: str | None) -> None:
     st.values = {"port": st.port, "host": "127.0.0.1", "tmp": tmp, "python": sys.executable,
                  "peers": settings.peers_dir}
     st.version = version_of(s.version, settings.bins, st.values)
+    if s.url:
+        st.command = []
+        try:
+            wait_ready(s.name, s.ready, s.ready_timeout_s)
+        except StartError as e:
+            st.fail(str(e))
+        return
     try:
         cmd = [substitute(c, st.values, settings.bins) for c in s.command]
         env = dict(os.environ)
@@ -141,6 +155,8 @@ def start_system(st: Started, settings: Settings, cpus: str | None) -> None:
 
 def workload_url(st: Started, w: Workload) -> str:
     scheme = "ws" if w.mode == "ws" else "http"
+    if st.system.url:
+        return scheme + st.system.url[len("http"):] + w.path
     return f"{scheme}://127.0.0.1:{st.port}{w.path}"
 
 
@@ -181,7 +197,8 @@ class ServerRun:
 
     def steps(self) -> int:
         wl = len(self.sc.workloads_for(self.settings.suite))
-        return len(self.started) * (1 + wl * self.settings.repeat * (1 + len(self.settings.levels)))
+        s = self.settings
+        return len(self.started) * (1 + wl * (s.repeat * (1 + len(s.levels)) + s.search_steps))
 
     def _check_alive(self, st: Started) -> bool:
         if st.ok and st.proc and not st.proc.alive():
@@ -206,7 +223,9 @@ class ServerRun:
         return self.record
 
     def _load(self, st: Started, w: Workload, rate: float | None, duration: float, warmup: float) -> dict | None:
+        """One load run; the result gets ``server_cpu_s``: the system's CPU time during it (None: not measured)."""
         s = self.settings
+        cpu0 = self._cpu(st)
         try:
             res = loadgen.run(s.load_bin, workload_url(st, w), mode=w.mode, method=w.method, body=w.body,
                               headers=w.headers, connections=w.connections, duration=duration, warmup=warmup,
@@ -216,28 +235,56 @@ class ServerRun:
             if self._check_alive(st):
                 st.fail(f"load run failed: {e}")
             return None
-        if st.proc:
-            st.proc.sample()
+        cpu1 = self._cpu(st)
         if not self._check_alive(st):
             return None
+        res["server_cpu_s"] = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
         return res
+
+    @staticmethod
+    def _cpu(st: Started) -> float | None:
+        if not st.proc:
+            return None
+        st.proc.sample()
+        return st.proc.cpu_seconds
 
     def _workload(self, w: Workload) -> None:
         s = self.settings
         wrec = {"name": w.name, "mode": w.mode, "method": w.method, "path": w.path,
-                "connections": w.connections, "rates": [], "results": {}}
+                "connections": w.connections, "slo_p99_us": w.slo_p99_us, "rates": [], "cpu_rate": None,
+                "results": {}}
         self.record["workloads"].append(wrec)
         live = [st for st in self.started if st.ok]
-        per: dict = {st.system.name: {"max_rps": [], "errors": 0, "requests": 0, "levels": {},
-                                      "probe_latency": [], "metrics": {}} for st in live}
+        per = {st.system.name: _Tally() for st in live}
         before = {st.system.name: promtext.scrape(substitute(st.system.metrics, st.values, s.bins))
                   for st in live if st.system.metrics}
 
         def publish():
-            wrec["results"] = {name: self._summarise(d, wrec["rates"]) for name, d in per.items()}
+            wrec["results"] = {name: self._summarise(t, wrec) for name, t in per.items()}
 
-        # 1) warm-up + closed-loop saturation probe, N repeats
         wrec["order"] = [[st.system.name for st in round_order(live, r)] for r in range(s.repeat)]
+        self._probes(w, live, per, publish)
+        maxes = {st.system.name: stats.summary(per[st.system.name].max_rps)["median"] for st in live
+                 if st.ok and per[st.system.name].max_rps}
+        if not maxes:
+            return
+        ref_name, ref_max = self._rate_reference(maxes)
+        wrec["rate_reference"] = ref_name
+        wrec["rates"] = [round(ref_max * f, 1) for f in s.levels]
+        self._levels(w, live, per, wrec["rates"], publish)
+        wrec["cpu_rate"] = self._cpu_rate(per, wrec["rates"])
+        for st in live:
+            if st.ok and st.system.name in maxes:
+                self._search(st, w, per[st.system.name], maxes[st.system.name], wrec["rates"], publish)
+        for st in live:
+            if st.system.metrics and st.system.name in before and st.ok:
+                after = promtext.scrape(substitute(st.system.metrics, st.values, s.bins))
+                per[st.system.name].metrics = promtext.delta(before[st.system.name], after)
+        publish()
+
+    def _probes(self, w: Workload, live: list[Started], per: dict, publish) -> None:
+        """Warm-up and the closed-loop saturation probe, N repeat rounds."""
+        s = self.settings
         for r in range(s.repeat):
             for st in round_order(live, r):
                 if not st.ok:
@@ -247,23 +294,21 @@ class ServerRun:
                 if res is None:
                     self.progress.note(f"{st.system.name}: FAILED: {st.error}")
                     continue
-                d = per[st.system.name]
-                d["max_rps"].append(res["achieved_rate"])
-                d["errors"] += res["errors"]
-                d["requests"] += res["requests"]
-                self.progress.note(f"{st.system.name}: max {res['achieved_rate']:,.0f} req/s")
+                t = per[st.system.name]
+                t.count(res)
+                t.max_rps.append(res["achieved_rate"])
+                t.engine_busy.append(res.get("engine", {}).get("busiest_thread", 0.0))
+                t.engine_bound |= engine_saturated(res)
+                bound = " (load-generator bound)" if engine_saturated(res) else ""
+                self.progress.note(f"{st.system.name}: max {res['achieved_rate']:,.0f} req/s{bound}")
                 publish()
-        maxes = {st.system.name: stats.summary(per[st.system.name]["max_rps"])["median"] for st in live
-                 if st.ok and per[st.system.name]["max_rps"]}
-        if not maxes:
-            return
-        ref_name, ref_max = self._rate_reference(maxes)
-        wrec["rate_reference"] = ref_name
-        wrec["rates"] = [round(ref_max * f, 1) for f in s.levels]
-        # 2) constant-rate runs at the same absolute rates for every system, N repeats
+
+    def _levels(self, w: Workload, live: list[Started], per: dict, rates: list[float], publish) -> None:
+        """Constant-rate runs at the same absolute rates for every system, N repeat rounds."""
+        s = self.settings
         for r in range(s.repeat):
             for st in round_order(live, r):
-                for frac, rate in zip(s.levels, wrec["rates"]):
+                for frac, rate in zip(s.levels, rates):
                     if not st.ok or rate <= 0:
                         continue
                     self.progress.step(f"{self.sc.name}/{w.name}: {st.system.name} at {rate:,.0f} req/s "
@@ -272,20 +317,51 @@ class ServerRun:
                     if res is None:
                         self.progress.note(f"{st.system.name}: FAILED: {st.error}")
                         continue
-                    d = per[st.system.name]
-                    lv = d["levels"].setdefault(frac, [])
-                    lv.append(res)
-                    d["errors"] += res["errors"]
-                    d["requests"] += res["requests"]
-                    pc = res["latency"]["corrected"]["percentiles_us"]
-                    self.progress.note(f"{st.system.name}: p50 {pc['p50']} us, p99 {pc['p99']} us, "
-                                       f"{res['errors']} errors")
+                    t = per[st.system.name]
+                    t.count(res)
+                    t.levels.setdefault(frac, []).append(res)
+                    self.progress.note(f"{st.system.name}: {run_line(res, rate)}")
                     publish()
-        for st in live:
-            if st.system.metrics and st.system.name in before and st.ok:
-                after = promtext.scrape(substitute(st.system.metrics, st.values, s.bins))
-                per[st.system.name]["metrics"] = promtext.delta(before[st.system.name], after)
-        publish()
+
+    def _cpu_rate(self, per: dict, rates: list[float]) -> float | None:
+        """The highest shared rate every system held (CPU per request compares there), else the lowest."""
+        def all_held(frac, rate):
+            return all(t.levels.get(frac) and all(held_rate(res, rate) for res in t.levels[frac])
+                       for t in per.values())
+        held = [rate for frac, rate in zip(self.settings.levels, rates) if all_held(frac, rate)]
+        return max(held) if held else (min(rates) if rates else None)
+
+    def _search(self, st: Started, w: Workload, t: "_Tally", max_rps: float, rates: list[float], publish) -> None:
+        """Bisect for the highest rate sustained within the SLO, bounded first by the shared-rate runs."""
+        s = self.settings
+        lo, hi = 0.0, max_rps * 1.1
+        for frac, rate in zip(s.levels, rates):
+            runs = t.levels.get(frac, [])
+            if not runs:
+                continue
+            if all(sustained(res, rate, w.slo_p99_us) for res in runs):
+                lo = max(lo, rate)
+            else:
+                hi = min(hi, rate)
+        t.search_bounds = (lo, hi)
+        for k in range(s.search_steps):
+            if hi <= lo * 1.01:
+                break
+            rate = round((lo + hi) / 2 if lo > 0 else hi / 2, 1)
+            self.progress.step(f"{self.sc.name}/{w.name}: {st.system.name} SLO search at {rate:,.0f} req/s "
+                               f"(step {k + 1}/{s.search_steps}, p99 <= {w.slo_p99_us / 1000:g} ms)")
+            res = self._load(st, w, rate, s.duration, 0.0)
+            if res is None:
+                self.progress.note(f"{st.system.name}: FAILED: {st.error}")
+                return
+            # a step above the limit leaves requests unanswered by design: only other failures are errors
+            t.count(res, skip=OVERLOAD_OUTCOMES)
+            ok = sustained(res, rate, w.slo_p99_us)
+            t.steps.append(search_step(res, rate, ok))
+            self.progress.note(f"{st.system.name}: {run_line(res, rate)} -> {'sustained' if ok else 'not sustained'}")
+            lo, hi = (rate, hi) if ok else (lo, rate)
+            publish()
+        t.sustainable = lo or None
 
     def _rate_reference(self, maxes: dict[str, float]) -> tuple[str, float]:
         """The system whose median max sets the constant rates: the scenario's ``rate_reference`` when it
@@ -298,25 +374,104 @@ class ServerRun:
         name = min(maxes, key=maxes.get)
         return name, maxes[name]
 
-    def _summarise(self, d: dict, rates: list[float]) -> dict:
-        levels = []
-        for frac, rate in zip(self.settings.levels, rates):
-            runs = d["levels"].get(frac, [])
-            if not runs:
-                continue
-            lat = {p: stats.summary([r["latency"]["corrected"]["percentiles_us"][p] for r in runs])
-                   for p in PERCENTILES}
-            ulat = {p: stats.summary([r["latency"]["uncorrected"]["percentiles_us"][p] for r in runs])
-                    for p in ("p50", "p99")}
-            levels.append({
-                "fraction": frac, "target_rate": rate,
-                "achieved_rate": stats.summary([r["achieved_rate"] for r in runs]),
-                "errors": sum(r["errors"] for r in runs),
-                "latency_us": lat, "uncorrected_latency_us": ulat,
-                "spectrum": _merge_spectrum([r["latency"]["corrected"]["hdr"] for r in runs]),
-            })
-        return {"max_rps": stats.summary(d["max_rps"]), "errors": d["errors"], "requests": d["requests"],
-                "levels": levels, "metrics": d["metrics"]}
+    def _summarise(self, t: "_Tally", wrec: dict) -> dict:
+        rates, slo = wrec["rates"], wrec["slo_p99_us"]
+        levels = [level_summary(frac, rate, t.levels[frac]) for frac, rate in zip(self.settings.levels, rates)
+                  if t.levels.get(frac)]
+        at_cpu_rate = next((lv for lv in levels if lv["target_rate"] == wrec.get("cpu_rate")), None)
+        return {"max_rps": stats.summary(t.max_rps), "errors": t.failed, "requests": t.requests,
+                "failures": {k: v for k, v in t.failures.items() if v}, "load_generator_bound": t.engine_bound,
+                "probe_engine_busy": stats.summary(t.engine_busy),
+                "sustainable": {"rate": t.sustainable, "slo_p99_us": slo, "steps": t.steps,
+                                "bounds": list(t.search_bounds) if t.search_bounds else None},
+                "cpu_per_request_us": at_cpu_rate["cpu_per_request_us"] if at_cpu_rate else None,
+                "levels": levels, "metrics": t.metrics}
+
+
+class _Tally:
+    """What one system's runs of one workload gave so far."""
+
+    def __init__(self):
+        self.max_rps: list[float] = []
+        self.engine_bound = False
+        self.engine_busy: list[float] = []  # per probe: the load engine's busiest thread, CPU time / wall time
+        self.failed = 0
+        self.requests = 0
+        self.failures: dict[str, int] = {}
+        self.levels: dict[float, list[dict]] = {}  # fraction of the reference's max -> runs at that rate
+        self.steps: list[dict] = []
+        self.search_bounds: tuple[float, float] | None = None
+        self.sustainable: float | None = None
+        self.metrics: dict = {}
+
+    def count(self, res: dict, skip: tuple[str, ...] = ()) -> None:
+        """Add a run's answers and failed answers (leaving out the outcomes in ``skip``)."""
+        self.requests += res["requests"]
+        for outcome, n in res["outcomes"].items():
+            if outcome not in SUCCESS_OUTCOMES and outcome not in skip and n:
+                self.failures[outcome] = self.failures.get(outcome, 0) + n
+                self.failed += n
+
+
+# perfkit-load's outcomes that are answers a client wanted (3xx counts as failed: the bench asks for 2xx)
+SUCCESS_OUTCOMES = ("2xx", "rpc_ok")
+# what overload leaves behind: requests not answered in time
+OVERLOAD_OUTCOMES = ("unfinished", "timeout")
+
+
+def engine_saturated(res: dict) -> bool:
+    return bool(res.get("engine", {}).get("saturated"))
+
+
+def held_rate(res: dict, rate: float) -> bool:
+    """The run held its offered rate: the engine's schedule held and >= 99 % of the target answered."""
+    return bool(res.get("rate_held", True)) and res["achieved_rate"] >= 0.99 * rate
+
+
+def sustained(res: dict, rate: float, slo_us: int) -> bool:
+    """Held, within the SLO, and not one failed answer."""
+    p99 = res["latency"]["corrected"]["percentiles_us"]["p99"]
+    return held_rate(res, rate) and p99 <= slo_us and res["failed"] == 0
+
+
+def search_step(res: dict, rate: float, ok: bool) -> dict:
+    pc = res["latency"]["corrected"]["percentiles_us"]
+    return {"rate": rate, "achieved": round(res["achieved_rate"], 1), "held": held_rate(res, rate),
+            "p50_us": pc["p50"], "p99_us": pc["p99"], "failed": res["failed"],
+            "engine_saturated": engine_saturated(res), "ok": ok}
+
+
+def run_line(res: dict, rate: float) -> str:
+    pc = res["latency"]["corrected"]["percentiles_us"]
+    held = "" if held_rate(res, rate) else f", NOT HELD (achieved {res['achieved_rate']:,.0f} req/s)"
+    return f"p50 {pc['p50']} us, p99 {pc['p99']} us, {res['failed']} failed{held}"
+
+
+def cpu_per_request_us(res: dict) -> float | None:
+    cpu = res.get("server_cpu_s")
+    return None if cpu is None or not res["requests"] else cpu * 1e6 / res["requests"]
+
+
+def timeline(res: dict) -> list[dict]:
+    return [{"t_s": iv["start_s"], "rate": iv["rate"], "p50_us": iv["percentiles_us"]["p50"],
+             "p99_us": iv["percentiles_us"]["p99"], "failed": iv["failed"]} for iv in res.get("intervals", [])]
+
+
+def level_summary(frac: float, rate: float, runs: list[dict]) -> dict:
+    lat = {p: stats.summary([r["latency"]["corrected"]["percentiles_us"][p] for r in runs]) for p in PERCENTILES}
+    ulat = {p: stats.summary([r["latency"]["uncorrected"]["percentiles_us"][p] for r in runs]) for p in ("p50", "p99")}
+    cpu = [c for c in (cpu_per_request_us(r) for r in runs) if c is not None]
+    return {
+        "fraction": frac, "target_rate": rate,
+        "achieved_rate": stats.summary([r["achieved_rate"] for r in runs]),
+        "held": all(held_rate(r, rate) for r in runs),
+        "errors": sum(r["failed"] for r in runs),
+        "engine_saturated": any(engine_saturated(r) for r in runs),
+        "cpu_per_request_us": stats.summary(cpu) if cpu else None,
+        "latency_us": lat, "uncorrected_latency_us": ulat,
+        "spectrum": _merge_spectrum([r["latency"]["corrected"]["hdr"] for r in runs]),
+        "timeline": timeline(runs[-1]),
+    }
 
 
 def resolve_bins(cli_bins: dict) -> dict:

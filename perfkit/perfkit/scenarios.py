@@ -27,6 +27,8 @@ PLACEHOLDERS = ("port", "host", "tmp", "python", "peers", "bin")
 CLIENTS = ("requestx_client", "requests", "httpx", "urllib3", "aiohttp", "pycurl", "pyreqwest", "niquests",
            "requestx")
 
+DEFAULT_SLO_P99_US = 10_000
+_DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(us|µs|ms|s)\s*$")
 _ENV_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _PLACEHOLDER = re.compile(r"\$\{([a-z_]+)(?::([A-Za-z0-9_.+-]+))?\}")
 _NAME = re.compile(r"^[a-z][a-z0-9_.+-]*$")
@@ -48,7 +50,7 @@ class Version:
 class System:
     name: str
     role: str
-    command: tuple[str, ...]
+    command: tuple[str, ...]  # empty for a system already running at ``url``
     ready: str
     description: str = ""
     env: dict = field(default_factory=dict)
@@ -58,6 +60,7 @@ class System:
     version: Version = Version()
     ready_timeout_s: float = 30.0
     suites: tuple[str, ...] = SUITES  # server scenarios: the suites this system runs in (default: all)
+    url: str | None = None  # a system the bench does not start: the base URL it already answers at
 
     def bins(self) -> set[str]:
         """The ``${bin:NAME}`` binaries this system needs."""
@@ -75,6 +78,7 @@ class Workload:
     headers: tuple[str, ...] = ()
     connections: int = 16
     suites: tuple[str, ...] = SUITES
+    slo_p99_us: int = DEFAULT_SLO_P99_US  # server scenarios: the corrected p99 a sustained rate must stay under
 
 
 @dataclass(frozen=True)
@@ -203,13 +207,29 @@ def _url(ctx, where, v, key, schemes) -> str:
 
 
 def _system(ctx, where, t, *, roles=ROLES) -> System:
-    _check_keys(ctx, where, t, ("name", "command", "ready"),
-                ("role", "description", "env", "cwd", "metrics", "files", "version", "ready_timeout_s", "suites"))
+    _check_keys(ctx, where, t, ("name",),
+                ("command", "ready", "url", "role", "description", "env", "cwd", "metrics", "files", "version",
+                 "ready_timeout_s", "suites"))
     name = _name(ctx, where, t["name"])
     where = f"{where} {name!r}"
     role = _enum(ctx, where, t.get("role", "peer"), "role", roles)
-    command = _str_list(ctx, where, t["command"], "command")
-    if not command:
+    url = t.get("url")
+    if url is not None:
+        # Bring your own: a server the bench only loads (and measures no CPU or memory of).
+        if roles != ROLES:
+            ctx.fail(where, "'url' is for the systems of a server scenario")
+        for k in ("command", "env", "cwd", "files"):
+            if k in t:
+                ctx.fail(where, f"a system given by 'url' is already running: drop {k!r}")
+        url = _url(ctx, where, url, "url", ("http",)).rstrip("/")
+        if "://" in url[7:] or url.count("/") > 2:
+            ctx.fail(where, f"url {url!r} must be a base URL without a path (the workloads give the paths)")
+        if "$" in url:
+            ctx.fail(where, "a system given by 'url' takes no placeholders")
+    elif "command" not in t or "ready" not in t:
+        ctx.fail(where, "give 'command' and 'ready' (a system the bench starts) or 'url' (one already running)")
+    command = _str_list(ctx, where, t.get("command", []), "command")
+    if url is None and not command:
         ctx.fail(where, "'command' must not be empty")
     for c in command:
         _placeholders(ctx, where, c)
@@ -232,8 +252,8 @@ def _system(ctx, where, t, *, roles=ROLES) -> System:
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 < timeout <= 600:
         ctx.fail(where, "'ready_timeout_s' must be a number in (0, 600]")
     return System(
-        name=name, role=role, command=command,
-        ready=_url(ctx, where, t["ready"], "ready", ("http", "tcp")),
+        name=name, role=role, command=command, url=url,
+        ready=_url(ctx, where, t.get("ready") or _tcp_of(url), "ready", ("http", "tcp")),
         description=_str(ctx, where, t.get("description", ""), "description", empty_ok=True),
         env=env, cwd=cwd,
         metrics=_url(ctx, where, t["metrics"], "metrics", ("http",)) if "metrics" in t else None,
@@ -244,8 +264,14 @@ def _system(ctx, where, t, *, roles=ROLES) -> System:
     )
 
 
+def _tcp_of(url: str) -> str:
+    """tcp://host:port of an http:// base URL: a running system is ready when it accepts connections."""
+    hostport = url.split("://", 1)[1]
+    return f"tcp://{hostport}" if ":" in hostport.rsplit("]", 1)[-1] else f"tcp://{hostport}:80"
+
+
 def _workload(ctx, where, t, kind) -> Workload:
-    opt = ("mode", "method", "path", "body", "headers", "connections", "suites")
+    opt = ("mode", "method", "path", "body", "headers", "connections", "suites", "slo_p99")
     _check_keys(ctx, where, t, ("name",), opt)
     name = _name(ctx, where, t["name"])
     where = f"{where} {name!r}"
@@ -279,8 +305,24 @@ def _workload(ctx, where, t, kind) -> Workload:
     for h in headers:
         if ":" not in h:
             ctx.fail(where, f"header {h!r} must look like 'Name: value'")
+    slo = DEFAULT_SLO_P99_US
+    if "slo_p99" in t:
+        if kind != "server":
+            ctx.fail(where, "'slo_p99' is for the workloads of a server scenario")
+        slo = _duration_us(ctx, where, t["slo_p99"], "slo_p99")
     return Workload(name=name, mode=mode, method=method, path=path, body=body, headers=headers,
-                    connections=conns, suites=suites)
+                    connections=conns, suites=suites, slo_p99_us=slo)
+
+
+def _duration_us(ctx, where, v, key) -> int:
+    """A duration such as "10ms", "500us" or "1.5s", in whole microseconds (> 0)."""
+    m = _DURATION.match(v) if isinstance(v, str) else None
+    if not m:
+        ctx.fail(where, f"{key} {v!r} must be a duration with a unit, such as \"10ms\", \"500us\" or \"1s\"")
+    us = round(float(m.group(1)) * {"us": 1, "µs": 1, "ms": 1000, "s": 1_000_000}[m.group(2)])
+    if not 0 < us <= 600_000_000:
+        ctx.fail(where, f"{key} {v!r} must be between 1us and 600s")
+    return us
 
 
 def _build(ctx, where, t, env: str) -> str:

@@ -15,6 +15,7 @@ from conftest import cli_env, run_cli
 from prometheus_client.parser import text_string_to_metric_families
 
 from perfkit import results
+from perfkit.procs import free_port
 
 
 def test_server_and_client_scenarios_end_to_end(tmp_path, tiny_dir, perfkit_load, monkeypatch):
@@ -30,6 +31,12 @@ def test_server_and_client_scenarios_end_to_end(tmp_path, tiny_dir, perfkit_load
     assert doc["interrupted"] is False and doc["settings"]["repeat"] == 2
     assert doc["cpu_sets"]["systems"] is not None and doc["git_commit"]
     by_name = {sc["name"]: sc for sc in doc["scenarios"]}
+    # the run index beside the run folder: one line per run with the headline of each scenario/workload
+    (line,) = (tmp_path / "index.jsonl").read_text().splitlines()
+    entry = json.loads(line)
+    assert entry["out"] == "out" and entry["created"] == doc["created"] and entry["suite"] == "quick"
+    assert {(h["scenario"], h["workload"], h["service"]) for h in entry["headlines"]} == {
+        ("tiny", "ping", "asgi-a"), ("tinyclient", "ping", "urllib3")}
 
     tiny = by_name["tiny"]
     assert tiny["status"] == "partial"
@@ -58,7 +65,15 @@ def test_server_and_client_scenarios_end_to_end(tmp_path, tiny_dir, perfkit_load
             assert lv["latency_us"]["p50"]["median"] > 0
             assert lv["latency_us"]["p99"]["median"] >= lv["latency_us"]["p50"]["median"]
             assert lv["spectrum"] and lv["spectrum"][-1][1] >= lv["spectrum"][1][1]
-        assert res["errors"] == 0
+            assert lv["timeline"] and lv["timeline"][0]["rate"] > 0
+        assert res["errors"] == 0 and res["failures"] == {}
+        # the headline: a sustained rate within the default SLO, bounded by the runs, and CPU per request
+        sus = res["sustainable"]
+        assert sus["slo_p99_us"] == w["slo_p99_us"] == 10_000
+        assert sus["rate"] and all(s["rate"] <= sus["rate"] for s in sus["steps"] if s["ok"])
+        assert all(s["rate"] > sus["rate"] for s in sus["steps"] if not s["ok"])
+        assert w["cpu_rate"] in w["rates"] and res["cpu_per_request_us"]["median"] > 0
+        assert res["load_generator_bound"] is False  # a Python server, one core: never the engine's limit
 
     client = by_name["tinyclient"]
     assert client["status"] == "ok"
@@ -89,8 +104,10 @@ def test_server_and_client_scenarios_end_to_end(tmp_path, tiny_dir, perfkit_load
     assert "asgi-a" in md and "÷ floor" in md
     assert "**requestx skipped**: skipped: not built, run build_it.sh" in md
     html = (out / "report.html").read_text()
-    assert html.count("data:image/png;base64,") >= 4  # bars + spectra (server), bars (client)
-    assert "latency spectrum" in html and "throughput" in html
+    assert "<img" not in html and html.count('class="perfkit-chart"') >= 4
+    for chart in ("tiny-ping-latency-vs-rate", "tiny-ping-spectrum", "tiny-ping-throughput",
+                  "tinyclient-ping-throughput"):
+        assert f'<div id="chart-{chart}" class="perfkit-chart">' in html, chart
     assert "boom: cannot bind anything" in html
 
     # the reports re-render from results.json alone
@@ -100,16 +117,10 @@ def test_server_and_client_scenarios_end_to_end(tmp_path, tiny_dir, perfkit_load
     assert (out / "report.md").read_text() == md
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_metrics_addr_serves_live_load_metrics_during_a_run(tmp_path, tiny_dir, perfkit_load):
     """--metrics-addr: while the bench runs, a Prometheus-style scrape of that address returns the load engine's
     live series, labelled with scenario/workload/system, for the closed-loop probe and the constant-rate runs."""
-    port = _free_port()
+    port = free_port()
     out = tmp_path / "out"
     proc = subprocess.Popen(
         [sys.executable, "-m", "perfkit", "--scenarios", str(tiny_dir), "--only", "tiny/asgi-a", "--repeat", "1",

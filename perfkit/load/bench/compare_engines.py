@@ -16,7 +16,7 @@ Ratios are perfkit-load / peer within this run. A missing wrk, oha or h2load sho
 
 Usage (from the repository root):
     bazel run //perfkit/load:bench -- [--duration 5] [--connections 32] [--parts closed,h2] [--json out.json]
-    python3 perfkit/load/bench/compare_engines.py --engine path/to/perfkit-load
+    PYTHONPATH=perfkit python3 perfkit/load/bench/compare_engines.py --engine path/to/perfkit-load
 A benchmark, not a test: it prints figures and asserts nothing.
 """
 
@@ -36,6 +36,8 @@ import sys
 import tempfile
 import threading
 import time
+
+from perfkit.procs import free_port
 
 NGINX_CONF = """
 worker_processes 1;
@@ -101,12 +103,6 @@ SUB_MS_RATE = 20_000
 SWEEP = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95)
 ENGINE = "perfkit-load"
 NOT_INSTALLED = "not installed"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def find_engine(given: str | None) -> str:
