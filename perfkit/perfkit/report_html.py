@@ -53,7 +53,7 @@ Systems on CPU {{ doc.cpu_sets.systems }}, load engine on CPU {{ doc.cpu_sets.lo
 Medians of {{ doc.settings.repeat }} repeat(s) (± half the spread).</p>
 <h2>Summary</h2>
 {% if has_server %}<p>Servers are ranked by sustainable throughput: the highest offered rate held with the corrected p99
-within the workload's SLO and no failed answer; then by CPU per request. The closed-loop max (as fast as the system
+within the workload's SLO and no error answer; then by CPU per request. The closed-loop max (as fast as the system
 answers, latency unbounded) comes second.</p>{% endif %}
 {% for kind, t in summary %}{% if kind == "client" %}<p>Client scenarios (one connection, back to back):</p>{% endif %}
 {{ table(t) }}{% endfor %}

@@ -119,7 +119,11 @@ def sustainable_cell(r: dict) -> str:
     sus = r.get("sustainable")
     if sus is None:
         return "–"
-    return "none" if sus.get("rate") is None else fmt_rate(sus["rate"])
+    if sus.get("rate") is None:
+        return "none"
+    # the engine, not the system, failed the step above: the system sustains at least this much
+    return ("≥ " if sus.get("engine_bound") else "") + fmt_rate(sus["rate"]) + (
+        " (load-generator bound)" if sus.get("engine_bound") else "")
 
 
 def level_cell(lv: dict | None) -> str:
@@ -326,7 +330,8 @@ def workload_parts(sc: dict, w: dict) -> dict:
     if slo is not None:
         parts["intro"] = (
             f"Sustainable req/s: the highest offered rate a system held (achieved ≥ 99 % of it) with a corrected p99 "
-            f"≤ {fmt_us(slo)} and no failed answer. CPU per request: the server's CPU time (user + system, whole "
+            f"≤ {fmt_us(slo)} and no error answer (requests still unsent at the end of a held run are not errors). "
+            f"CPU per request: the server's CPU time (user + system, whole "
             f"process tree) ÷ completed requests"
             + (f" at {fmt_rate(w['cpu_rate'])} req/s, the same rate for every system" if w.get("cpu_rate")
                is not None else "") + "; lower is better.")
@@ -334,7 +339,7 @@ def workload_parts(sc: dict, w: dict) -> dict:
         if r.get("errors"):
             kinds = failed_cell(r).partition(" failed")[2]
             parts["notes"].append(f"⚠ {s['name']}: {r['errors']:,} failed answers over its runs{kinds}; a rate with "
-                                  f"failed answers never counts as sustained.")
+                                  f"error answers never counts as sustained.")
         if r.get("load_generator_bound"):
             parts["notes"].append(f"{s['name']}: the closed-loop max is load-generator bound (perfkit-load's own CPU "
                                   f"was saturated): it is the engine's limit, not the system's.")
@@ -422,7 +427,7 @@ def render(doc: dict) -> str:
            "## Summary", ""]
     if any(sc["kind"] == "server" for sc in doc["scenarios"]):
         out += ["Servers are ranked by sustainable throughput: the highest offered rate held with the corrected p99 "
-                "within the workload's SLO and no failed answer; then by CPU per request. The closed-loop max (as "
+                "within the workload's SLO and no error answer; then by CPU per request. The closed-loop max (as "
                 "fast as the system answers, latency unbounded) comes second.", ""]
     out += [summary_table(doc), ""]
     for sc in doc["scenarios"]:
