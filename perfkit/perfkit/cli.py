@@ -41,7 +41,7 @@ from .scenarios import Registry, ScenarioError
 SUITES = {
     # duration = each constant-rate run, probe = each closed-loop probe
     # search_steps = bisection steps of the sustainable-throughput search (after the shared rates bound it)
-    "quick": {"duration": 2.0, "probe": 2.0, "warmup": 1.0, "repeat": 2, "search_steps": 3},
+    "quick": {"duration": 2.0, "probe": 2.0, "warmup": 1.0, "repeat": 2, "search_steps": 4},
     "full": {"duration": 10.0, "probe": 5.0, "warmup": 3.0, "repeat": 3, "search_steps": 6},
 }
 
@@ -123,7 +123,7 @@ def bench_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=float, help="seconds of warm-up before the first probe")
     p.add_argument("--repeat", type=_repeat, help="repeats per figure (medians and spreads are reported)")
     p.add_argument("--search-steps", type=_int_in("--search-steps", 0, 20),
-                   help="bisection steps of the sustainable-throughput search (quick 3, full 6)")
+                   help="bisection steps of the sustainable-throughput search (quick 4, full 6)")
     p.add_argument("--out", help="output folder (default: results/<timestamp> in the workspace)")
     p.add_argument("--list", action="store_true", help="list the registered scenarios and exit")
     p.add_argument("--scenarios", help="scenario folder (default: perfkit/scenarios)")
