@@ -6,13 +6,14 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
+
+from perfkit.procs import free_port  # noqa: F401  (the repo's one free_port; the tests import it from here)
 
 # abspath, not resolve(): under Bazel the test runs in a runfiles tree of symlinks; stay inside it.
 DASH = Path(os.path.abspath(__file__)).parent.parent
@@ -78,13 +79,6 @@ def substitute(expr: str, values: dict[str, str]) -> str:
         return values[name]
 
     return re.sub(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)", rep, expr)
-
-
-def free_port() -> int:
-    """A port that was free a moment ago (for programs that cannot bind port 0 and report it)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def http_get(url: str, timeout: float = 5.0) -> bytes:
