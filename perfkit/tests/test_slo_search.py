@@ -109,7 +109,9 @@ def test_rates_a_system_cannot_hold_are_marked_not_held(known):
     for lv in res["levels"]:
         assert lv["held"] is False
         assert lv["achieved_rate"]["median"] < 0.9 * lv["target_rate"]
-    assert known["results"]["nginx"]["levels"][0]["held"] is True  # half its own max
+    # held means: the schedule held and >= 99 % of the target answered, for every repeat
+    for lv in known["results"]["nginx"]["levels"]:
+        assert not lv["held"] or lv["achieved_rate"]["min"] >= 0.99 * lv["target_rate"], lv
 
 
 def test_cpu_per_request_is_the_servers_cpu_time_per_answer(known):
