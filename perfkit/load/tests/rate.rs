@@ -50,7 +50,8 @@ fn sends_leave_within_a_millisecond_of_their_intended_time() {
     let _serial = common::serial();
     // Pacing with tokio's 1 ms timer puts the median send lateness near 0.5 ms and the p99 near 1 ms in
     // every run; the engine's timer is precise to tens of microseconds. A virtual machine's scheduling
-    // hiccup can spoil the tail of one run, so the engine gets three tries to show a p99 under 1 ms; an
+    // hiccup can spoil one run, so the engine gets three tries to show a median under 300 us and a p99
+    // under 1 ms; an
     // engine that paces late fails all three. When even the server's answers are slow the machine is
     // overloaded and the run says nothing about pacing.
     let server = http_server(HttpOpts::default());
@@ -61,17 +62,16 @@ fn sends_leave_within_a_millisecond_of_their_intended_time() {
         let l = &r.send_lateness.as_ref().expect("scheduled run").percentiles_us;
         let u50 = r.latency.uncorrected.percentiles_us.p50;
         eprintln!("send lateness p50 {} p99 {} max {} us; uncorrected p50 {u50} us", l.p50, l.p99, l.max);
-        assert!(l.p50 < 300 || u50 > 500, "median send lateness {} us", l.p50);
-        if l.p99 < 1000 {
+        if l.p50 < 300 && l.p99 < 1000 {
             return;
         }
-        tails.push((l.p99, u50));
+        tails.push((l.p50, l.p99, u50));
     }
-    if tails.iter().all(|(_, u50)| *u50 > 500) {
+    if tails.iter().all(|(_, _, u50)| *u50 > 500) {
         eprintln!("inconclusive: the machine is overloaded {tails:?}");
         return;
     }
-    panic!("p99 send lateness over 1 ms in every run (p99, uncorrected p50 in us): {tails:?}");
+    panic!("send lateness p50 over 300 us or p99 over 1 ms in every run (p50, p99, uncorrected p50 in us): {tails:?}");
 }
 
 #[test]
