@@ -35,5 +35,5 @@ def test_instrumentation_bench_times_apps_that_record_every_request():
     assert len(rows) == 1 and rows[0][0].startswith("request /json")
     labels = {"service": "aquilia_app", "route": "/json", "method": "GET", "status_class": "2xx"}
     for app in (on, direct):  # 7 requests x 2 rounds each, flushed at shutdown
-        assert app.metrics.registry.get_sample_value("http_server_request_duration_seconds_count", labels) == 14
+        assert app.metrics.registry.prometheus.get_sample_value("http_server_request_duration_seconds_count", labels) == 14
     assert off.metrics is None

@@ -156,8 +156,10 @@ class Engine:
         if metrics is not None:
             metrics.attach(self)
             self._mask = metrics.sample_mask
+            self._time_call = metrics.observe_call
         else:
             self._mask = -1  # never sample
+            self._time_call = None
 
     # -- public ---------------------------------------------------------------------
     def handle(self, data, session=None):
@@ -326,11 +328,17 @@ class Engine:
             args = (getattr(session, "owner", None), *args)
         if spec.sync_plain and self._inline_sync:
             # the common case: a sync method without context or middleware
+            timed = self._time_call
+            t0 = perf_counter() if timed is not None else 0.0
             try:
                 result = spec.func(*args, **kwargs) if kwargs else spec.func(*args)
             except Exception as exc:
+                if timed is not None:
+                    timed((spec.name,), perf_counter() - t0)
                 return self._error_out(self._method_error(spec, exc), rid, notification, in_batch)
             spec.calls_ok += 1
+            if timed is not None:
+                timed((spec.name,), perf_counter() - t0)
             return None if notification else (rid, result)
         ctx = None
         if spec.ctx_param is not None or self.mw.active:
@@ -351,6 +359,15 @@ class Engine:
 
     def _run_sync_inline(self, spec, args, kwargs, rid, notification, ctx, params, in_batch):
         """A sync method with middleware or an RpcContext, on the event loop."""
+        if self._time_call is not None:
+            t0 = perf_counter()
+            try:
+                return self._run_sync_inline_untimed(spec, args, kwargs, rid, notification, ctx, params, in_batch)
+            finally:
+                self._time_call((spec.name,), perf_counter() - t0)
+        return self._run_sync_inline_untimed(spec, args, kwargs, rid, notification, ctx, params, in_batch)
+
+    def _run_sync_inline_untimed(self, spec, args, kwargs, rid, notification, ctx, params, in_batch):
         try:
             if self.mw.active:
                 self.mw.run_before(ctx, params)
@@ -366,6 +383,7 @@ class Engine:
         return None if notification else (rid, result)
 
     async def _run_async(self, spec, args, kwargs, rid, notification, ctx, params, session, in_batch):
+        t0 = perf_counter() if self._time_call is not None else 0.0
         slots = session.slots if session is not None else None
         limit = spec.timeout or self.call_timeout
         task = None
@@ -402,6 +420,8 @@ class Engine:
         finally:
             if not notification and session is not None:
                 session.inflight_ids.pop((type(rid), rid), None)
+            if self._time_call is not None:
+                self._time_call((spec.name,), perf_counter() - t0)
 
     def _invoke(self, spec, args, kwargs, ctx, params):
         """The method's awaitable (a coroutine of the method itself when nothing else is needed)."""
@@ -593,21 +613,21 @@ class Engine:
         except _Fail as f:
             return self._fail_bytes(f)
         # observed outside the timed windows: an observe() is itself a few µs
-        m.h_parse.observe(t1 - t0)
-        m.h_validate.observe(t2 - t1)
+        m.observe_hot("parse", t1 - t0)
+        m.observe_hot("validate", t2 - t1)
         t2 = perf_counter()
         if type(msg) is not dict:
             out = self._batch(msg, session)
-            m.h_dispatch.observe(perf_counter() - t2)
+            m.observe_hot("dispatch", perf_counter() - t2)
             return out
         try:
             out = self._call(msg, session, False)
         except _Fail as f:
             out = self._fail_bytes(f)
         t3 = perf_counter()
-        m.h_dispatch.observe(t3 - t2)
+        m.observe_hot("dispatch", t3 - t2)
         if type(out) is tuple:
             t3 = perf_counter()
             out = self._encode(out)
-            m.h_encode.observe(perf_counter() - t3)
+            m.observe_hot("encode", perf_counter() - t3)
         return out

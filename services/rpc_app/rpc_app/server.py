@@ -28,7 +28,7 @@ from websockets.frames import Frame, Opcode
 from .concurrency import Session
 from .config import ConnectionCounter, ServerConfig
 from .engine import Engine
-from .metrics import CONTENT_TYPE, Metrics
+from .metrics import Metrics
 from .push import Groups
 
 __all__ = ["RpcServer", "ServerConfig"]
@@ -89,10 +89,10 @@ class RpcServer:
         path = request.path.split("?", 1)[0]
         if path == self.config.metrics_path and self.metrics is not None:
             resp = connection.respond(http.HTTPStatus.OK, "")
-            resp.body = self.metrics.render()
+            resp.body, content_type = self.metrics.exposition(request.headers.get("Accept"))
             del resp.headers["Content-Type"]
             del resp.headers["Content-Length"]
-            resp.headers["Content-Type"] = CONTENT_TYPE
+            resp.headers["Content-Type"] = content_type
             resp.headers["Content-Length"] = str(len(resp.body))
             return resp
         if path == "/healthz":

@@ -34,7 +34,7 @@ from picows import (WSCloseCode, WSFrame, WSListener, WSMsgType, WSTransport, WS
 from .concurrency import Session
 from .config import ConnectionCounter, ServerConfig
 from .engine import Engine
-from .metrics import CONTENT_TYPE, Metrics
+from .metrics import Metrics
 from .push import Groups
 
 log = logging.getLogger("rpc_app.server")
@@ -353,8 +353,9 @@ class PicowsRpcServer:
         path = request.path.decode("latin-1").split("?", 1)[0]
         upgrade = "upgrade" in request.headers.get("Connection", "").lower()
         if path == self.config.metrics_path and self.metrics is not None and not upgrade:
+            body, content_type = self.metrics.exposition(request.headers.get("Accept"))
             return WSUpgradeResponseWithListener(
-                WSUpgradeResponse.create_ok_response(self.metrics.render(), {"Content-Type": CONTENT_TYPE}), None)
+                WSUpgradeResponse.create_ok_response(body, {"Content-Type": content_type}), None)
         if path == "/healthz" and not upgrade:
             return WSUpgradeResponseWithListener(WSUpgradeResponse.create_ok_response(b"ok\n"), None)
         if not upgrade:

@@ -458,6 +458,22 @@ def test_metrics_counts_and_sampled_stages():
     for stage in ("parse", "validate", "dispatch", "encode"):
         assert f'perfkit_hotpath_duration_seconds_count{{hotpath="{stage}",service="rpc_app"}}' in text
     assert 'perfkit_hotpath_duration_seconds_count{hotpath="parse",service="rpc_app"} 5.0' in text
+    # every call of a registered method is timed, failed ones included; an unknown method creates no series
+    assert 'rpc_call_duration_seconds_count{method="add",service="rpc_app"} 3.0' in text
+    assert 'rpc_call_duration_seconds_count{method="fail",service="rpc_app"} 1.0' in text
+    assert 'method="nope"' not in text and 'rpc_call_duration_seconds_count{method="(unknown)"' not in text
+
+
+def test_async_calls_are_timed_and_openmetrics_is_negotiated():
+    m = Metrics()
+    eng = Engine(spec_registry(), metrics=m)
+    for _ in range(2):  # blocking=True: a thread hop and a 10 ms sleep
+        asyncio.run(eng.handle_async(orjson.dumps({"jsonrpc": "2.0", "method": "blocking", "params": [1], "id": 1})))
+    body, ctype = m.exposition("application/openmetrics-text; version=1.0.0")
+    assert ctype.startswith("application/openmetrics-text") and body.endswith(b"# EOF\n")
+    text = body.decode()
+    assert 'rpc_call_duration_seconds_count{method="blocking",service="rpc_app"} 2.0' in text
+    assert 'rpc_call_duration_seconds_bucket{le="0.005",method="blocking",service="rpc_app"} 0.0' in text
 
 
 def test_depth_check_many_containers_both_ways():

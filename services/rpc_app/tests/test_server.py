@@ -1,6 +1,7 @@
 """The standalone server over real sockets: calls, bad input, concurrency, compression, misbehaving clients."""
 
 import asyncio
+import urllib.request
 import base64
 import os
 import random
@@ -267,6 +268,13 @@ async def test_metrics_and_http_endpoints(server):
     assert metric(text, "rpc_calls_total", method="add", outcome="ok") >= 1
     for stage in ("parse", "validate", "dispatch", "encode"):
         assert metric(text, "perfkit_hotpath_duration_seconds_count", hotpath=stage, service="rpc_app") >= 1
+    assert metric(text, "rpc_call_duration_seconds_count", method="add", service="rpc_app") >= 1
+    # Prometheus asks for OpenMetrics first
+    accept = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/metrics", headers={"Accept": accept})
+    with await asyncio.to_thread(urllib.request.urlopen, req, timeout=5) as r:
+        assert r.headers["Content-Type"].startswith("application/openmetrics-text")
+        assert r.read().endswith(b"# EOF\n")
     assert (await asyncio.to_thread(http_get, port, "/healthz"))[0] == 200
     assert (await asyncio.to_thread(http_get, port, "/"))[0] == 426
 

@@ -239,8 +239,8 @@ def create_app(db_path: str | None = None, *, metrics: bool | None = None, max_b
 
     if m is not None:
         @app.get("/metrics")
-        async def metrics_endpoint():
-            return metrics_response(m)
+        async def metrics_endpoint(request: Request):
+            return metrics_response(m, request.header("accept"))
 
     app.controller(ItemsController)
 

@@ -1,0 +1,105 @@
+"""Metric families with a cheap recording path in front of prometheus-client.
+
+Recording adds to a plain Python list (``bisect`` over the bucket bounds for histograms) keyed by the raw label
+values — no lock, no label lookup, no normalisation per call. ``flush()`` moves the accumulated counts into
+prometheus-client's metrics, which own the exposition and, with ``PROMETHEUS_MULTIPROC_DIR`` set, the per-process
+files that multi-worker aggregation reads. The registry flushes before every scrape and (``start``) once a second.
+
+With ``threadsafe=True`` a lock guards recording and flushing, for families fed from several threads (a client);
+an asyncio service records and flushes on one thread and needs none.
+"""
+from __future__ import annotations
+
+import threading
+from bisect import bisect_left
+from typing import Callable, Sequence
+
+from .labels import LATENCY_BUCKETS
+
+__all__ = ["Histogram", "Counter", "Gauge"]
+
+
+class _Family:
+    """Accumulates by key; ``labels_of(key)`` turns a key into the exposed label values at flush time."""
+
+    def __init__(self, metric, labels_of: Callable[[tuple], Sequence[str]] | None, threadsafe: bool):
+        self.metric = metric
+        self._labels_of = labels_of
+        self._acc: dict = {}
+        self._lock = threading.Lock() if threadsafe else None
+
+    def _child(self, key: tuple):
+        values = self._labels_of(key) if self._labels_of is not None else key
+        return self.metric.labels(*values) if values else self.metric
+
+    def flush(self) -> None:
+        if self._lock is None:
+            acc, self._acc = self._acc, {}
+        else:
+            with self._lock:
+                acc, self._acc = self._acc, {}
+        for key, value in acc.items():
+            self._merge(self._child(key), value)
+
+
+class Histogram(_Family):
+    def __init__(self, metric, buckets: Sequence[float] = LATENCY_BUCKETS, labels_of=None, threadsafe=False):
+        super().__init__(metric, labels_of, threadsafe)
+        self.bounds = tuple(buckets)
+        self._n = len(self.bounds) + 1  # the +Inf bucket last, then the sum
+        if threadsafe:
+            self.observe = self._observe_locked
+
+    def observe(self, key: tuple, seconds: float) -> None:
+        acc = self._acc.get(key)
+        if acc is None:
+            acc = self._acc[key] = [0] * self._n + [0.0]
+        acc[bisect_left(self.bounds, seconds)] += 1
+        acc[-1] += seconds
+
+    def _observe_locked(self, key: tuple, seconds: float) -> None:
+        with self._lock:
+            Histogram.observe(self, key, seconds)
+
+    def _merge(self, child, acc: list) -> None:
+        buckets = child._buckets
+        for i in range(self._n):
+            if acc[i]:
+                buckets[i].inc(acc[i])
+        child._sum.inc(acc[-1])
+
+
+class Counter(_Family):
+    def __init__(self, metric, labels_of=None, threadsafe=False):
+        super().__init__(metric, labels_of, threadsafe)
+        if threadsafe:
+            self.inc = self._inc_locked
+
+    def inc(self, key: tuple = (), amount: float = 1) -> None:
+        self._acc[key] = self._acc.get(key, 0) + amount
+
+    def _inc_locked(self, key: tuple = (), amount: float = 1) -> None:
+        with self._lock:
+            Counter.inc(self, key, amount)
+
+    def _merge(self, child, amount) -> None:
+        child.inc(amount)
+
+
+class Gauge:
+    """Set, add and read directly (gauges are not on a per-request path)."""
+
+    def __init__(self, metric):
+        self.metric = metric
+
+    def _child(self, key: tuple):
+        return self.metric.labels(*key) if key else self.metric
+
+    def set(self, key: tuple, value: float) -> None:
+        self._child(key).set(value)
+
+    def inc(self, key: tuple = (), amount: float = 1) -> None:
+        self._child(key).inc(amount)
+
+    def flush(self) -> None:
+        pass
