@@ -50,6 +50,8 @@ def parse_args(argv=None):
     p.add_argument("--send-timeout", type=float, default=10.0,
                    help="drop a client that has not read a response for this many seconds")
     p.add_argument("--sample-every", type=int, default=64, help="time 1 call in N stage by stage (power of 2)")
+    p.add_argument("--no-metrics", action="store_true",
+                   help="turn instrumentation and /metrics off (to measure what the metrics cost)")
     p.add_argument("--allowed-origin", action="append", dest="allowed_origins", metavar="ORIGIN",
                    help="accept browser handshakes from this Origin (repeatable; '*' = any; "
                         "default: only pages of the host the client connected to)")
@@ -84,7 +86,7 @@ async def amain(args) -> None:
                     max_array_length=args.max_array_length, max_string_length=args.max_string_length,
                     max_method_name_length=args.max_method_name_length, max_batch_length=args.max_batch_length,
                     max_response_bytes=args.max_response_bytes)
-    metrics = Metrics(sample_every=args.sample_every)
+    metrics = None if args.no_metrics else Metrics(sample_every=args.sample_every)
     engine = Engine(build_registry(), limits=limits, debug=args.debug, metrics=metrics,
                     rate_limit=RateLimit(args.rate_limit, args.rate_burst) if args.rate_limit > 0 else None,
                     call_timeout=args.call_timeout or None, info={"title": "rpc_app example methods"})
@@ -101,8 +103,8 @@ async def amain(args) -> None:
     else:
         server = RpcServer(engine, cfg, metrics)
     port = await server.start()
-    print(f"rpc_app listening on {cfg.scheme}://{args.host}:{port}/ (metrics: {'https' if cfg.ssl else 'http'}"
-          f"://{args.host}:{port}/metrics, "
+    where = f"{'https' if cfg.ssl else 'http'}://{args.host}:{port}/metrics" if metrics else "off"
+    print(f"rpc_app listening on {cfg.scheme}://{args.host}:{port}/ (metrics: {where}, "
           f"server: {args.server}, loop: {type(asyncio.get_running_loop()).__module__.split('.')[0]})", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

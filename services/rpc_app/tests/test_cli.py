@@ -47,3 +47,22 @@ def test_cli_rejects_bad_new_options():
         r = subprocess.run([sys.executable, "-m", "rpc_app", "--port", "0", *args], capture_output=True, text=True,
                            env=child_env(), timeout=20)
         assert r.returncode == 2 and message in r.stderr, (args, r.returncode, r.stderr[-500:])
+
+
+def test_no_metrics_serves_calls_without_a_metrics_endpoint():
+    import asyncio
+
+    import orjson
+    import websockets
+    from helpers import http_get, run_server
+
+    for backend in ("picows", "websockets"):
+        with run_server("--no-metrics", "--server", backend) as (proc, port):
+            async def call():
+                async with websockets.connect(f"ws://127.0.0.1:{port}/") as ws:
+                    await ws.send('{"jsonrpc":"2.0","method":"add","params":[2,3],"id":1}')
+                    return orjson.loads(await asyncio.wait_for(ws.recv(), 10))
+            assert asyncio.run(call())["result"] == 5
+            status, _ = http_get(port, "/metrics")
+            assert status != 200, backend
+            assert http_get(port, "/healthz")[0] == 200
