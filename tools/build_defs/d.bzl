@@ -36,7 +36,8 @@ def _import_dirs(ctx):
 def _collect(ctx):
     srcs = depset(ctx.files.srcs, transitive = [d[DInfo].srcs for d in ctx.attr.deps])
     imports = depset(_import_dirs(ctx), transitive = [d[DInfo].imports for d in ctx.attr.deps])
-    archives = depset(transitive = [d[DInfo].archives for d in ctx.attr.deps])
+    # topological: a library's archive comes before the archives of its deps, the order a static link needs
+    archives = depset(transitive = [d[DInfo].archives for d in ctx.attr.deps], order = "topological")
     return srcs, imports, archives
 
 def _ldc(ctx, inputs, flags, out, progress):
@@ -59,7 +60,7 @@ def _d_library_impl(ctx):
     _ldc(ctx, depset(transitive = [srcs]), ["-lib"] + _RELEASE_FLAGS + ctx.attr.dflags + _import_flags(imports), lib, "ldc2 -lib %s" % ctx.label)
     return [
         DefaultInfo(files = depset([lib])),
-        DInfo(srcs = srcs, imports = imports, archives = depset([lib], transitive = [archives])),
+        DInfo(srcs = srcs, imports = imports, archives = depset([lib], transitive = [archives], order = "topological")),
     ]
 
 _ATTRS = {

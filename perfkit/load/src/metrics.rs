@@ -9,24 +9,21 @@
 //! With `--requests` the requests counter and the two latency histograms also have a `label` label
 //! (the request's label; summing over it gives the run's figures); without, they are as above.
 //!
-//! Latency buckets follow the kit's single layout, 25 µs … 10 s.
+//! The buckets, the exposition (text, or OpenMetrics when the scraper asks for it) and the `/metrics` server
+//! are the kit's metrics library's (`perfkit-metrics`): latency buckets 25 µs … 10 s, `le` written as every
+//! language of the kit writes it.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
 
-use prometheus::{Encoder, Gauge, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts, Registry, TextEncoder};
+use perfkit_metrics::prometheus::proto::MetricFamily;
+use perfkit_metrics::prometheus::{Gauge, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts};
+use perfkit_metrics::{Format, Gather, Registry, LATENCY_BUCKETS};
 
 use crate::recording::{Observer, Outcome};
 
-/// The kit's latency bucket layout in seconds (25 µs … 10 s).
-pub const LATENCY_BUCKETS: [f64; 18] = [
-    0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1,
-    0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
-];
+pub use perfkit_metrics::MetricsServer;
 
 pub struct LiveMetrics {
     registry: Registry,
@@ -150,6 +147,13 @@ impl LiveMetrics {
 
     /// The exposition text (Prometheus text format 0.0.4).
     pub fn render(&self) -> String {
+        Gather::render(self, Format::Text)
+    }
+}
+
+impl Gather for LiveMetrics {
+    /// The families, with the achieved rate brought up to date first.
+    fn gather(&self) -> Vec<MetricFamily> {
         let start = *self.measure_start.lock().unwrap();
         if let Some(start) = start {
             let now = Instant::now();
@@ -158,9 +162,7 @@ impl LiveMetrics {
                 self.achieved_rate.set(self.responses.load(Ordering::Relaxed) as f64 / secs);
             }
         }
-        let mut out = Vec::new();
-        TextEncoder::new().encode(&self.registry.gather(), &mut out).unwrap();
-        String::from_utf8(out).unwrap()
+        self.registry.gather()
     }
 }
 
@@ -193,83 +195,4 @@ impl Observer for LiveMetrics {
             self.responses.fetch_add(1, Ordering::Relaxed);
         }
     }
-}
-
-/// A tiny HTTP/1.1 server for `GET /metrics`, running on its own thread.
-pub struct MetricsServer {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl MetricsServer {
-    /// Bind now (so a bad address fails before any load) and serve in the background.
-    pub fn start(addr: SocketAddr, metrics: Arc<LiveMetrics>) -> std::io::Result<MetricsServer> {
-        let listener = TcpListener::bind(addr)?;
-        let addr = listener.local_addr()?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let stop2 = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("perfkit-metrics".into())
-            .spawn(move || {
-                for conn in listener.incoming() {
-                    if stop2.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    if let Ok(conn) = conn {
-                        let _ = serve_one(conn, &metrics);
-                    }
-                }
-            })?;
-        Ok(MetricsServer { addr, stop, thread: Some(thread) })
-    }
-
-    pub fn local_addr(&self) -> SocketAddr {
-        self.addr
-    }
-}
-
-impl Drop for MetricsServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wake the blocking accept.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-fn serve_one(mut conn: TcpStream, metrics: &LiveMetrics) -> std::io::Result<()> {
-    conn.set_read_timeout(Some(Duration::from_secs(2)))?;
-    conn.set_write_timeout(Some(Duration::from_secs(2)))?;
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 1024];
-    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-        let n = conn.read(&mut chunk)?;
-        if n == 0 || buf.len() > 16 * 1024 {
-            return Ok(());
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    let mut headers = [httparse::EMPTY_HEADER; 32];
-    let mut req = httparse::Request::new(&mut headers);
-    let ok = matches!(req.parse(&buf), Ok(httparse::Status::Complete(_)));
-    let path = req.path.unwrap_or("").split('?').next().unwrap_or("");
-    let (status, ctype, body) = if !ok {
-        ("400 Bad Request", "text/plain", "bad request\n".to_string())
-    } else if req.method != Some("GET") {
-        ("405 Method Not Allowed", "text/plain", "method not allowed\n".to_string())
-    } else if path == "/metrics" || path == "/" {
-        ("200 OK", "text/plain; version=0.0.4; charset=utf-8", metrics.render())
-    } else {
-        ("404 Not Found", "text/plain", "not found\n".to_string())
-    };
-    let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    conn.write_all(head.as_bytes())?;
-    conn.write_all(body.as_bytes())?;
-    Ok(())
 }

@@ -134,9 +134,10 @@ fn live_metrics_during_the_run() {
     let achieved = sample(&text, &format!("perfkit_load_achieved_rate{{{labels}}}"));
     assert!((achieved - 500.0).abs() < 50.0, "achieved {achieved}");
     for h in ["corrected", "uncorrected"] {
-        let first = format!("perfkit_load_{h}_latency_seconds_bucket{{{labels},le=\"0.000025\"}}");
+        // `le` as the kit's metrics library writes it in every language (2.5e-05 … 10.0).
+        let first = format!("perfkit_load_{h}_latency_seconds_bucket{{{labels},le=\"2.5e-05\"}}");
         sample(&text, &first);
-        let last = sample(&text, &format!("perfkit_load_{h}_latency_seconds_bucket{{{labels},le=\"10\"}}"));
+        let last = sample(&text, &format!("perfkit_load_{h}_latency_seconds_bucket{{{labels},le=\"10.0\"}}"));
         let count = sample(&text, &format!("perfkit_load_{h}_latency_seconds_count{{{labels}}}"));
         assert_eq!(last, count);
         assert_eq!(count, ok);

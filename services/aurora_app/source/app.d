@@ -1,7 +1,7 @@
 /**
  * aurora_app: the endpoints and the command line around the aurora server.
  *
- *   aurora_app [--host 127.0.0.1] [--port 8083] [--workers N] [...]
+ *   aurora_app [--host 127.0.0.1] [--port 8083] [--workers N] [--no-metrics] [...]
  *
  * Prints "listening on HOST:PORT" once the sockets are bound (with --port 0 the
  * port is the one the OS chose). SIGTERM or SIGINT: stop accepting, finish the
@@ -16,6 +16,7 @@ import std.getopt;
 import std.stdio : stderr, stdout, writefln;
 
 import aurora.metrics;
+import perfkit_metrics.exposition : contentType, negotiate;
 import aurora.parser : Method, Request;
 import aurora.response : Response;
 import aurora.router;
@@ -65,11 +66,13 @@ import aurora.server;
         res.finish();
     }
 
-    void metricsEndpoint(ref const Request, ref Response res, ref const Params)
+    void metricsEndpoint(ref const Request req, ref Response res, ref const Params)
     {
+        // OpenMetrics when the scraper asks for it (Prometheus does), else the text format 0.0.4
+        const format = negotiate(req.header("accept"));
         publishGcCounter();
-        res.begin(200, "text/plain; version=0.0.4; charset=utf-8");
-        renderMetrics(res);
+        res.begin(200, contentType(format));
+        renderMetrics(res, format);
         res.finish();
     }
 
@@ -124,6 +127,7 @@ int main(string[] args)
 {
     ServerConfig cfg;
     uint maxBody = cast(uint) cfg.limits.maxBody;
+    bool noMetrics;
     try
     {
         auto help = getopt(args,
@@ -134,7 +138,9 @@ int main(string[] args)
             "idle-timeout-ms", "keep-alive idle timeout", &cfg.idleTimeoutMs,
             "drain-timeout-ms", "graceful shutdown limit", &cfg.drainTimeoutMs,
             "max-connections", "open connections over all workers", &cfg.maxConnections,
-            "max-body", "largest request body in bytes", &maxBody);
+            "max-body", "largest request body in bytes", &maxBody,
+            "no-metrics", "record no request metrics (no timing, no hot-path samples; /metrics still serves"
+                ~ " the connection and GC metrics): the 'off' side of measuring the recording overhead", &noMetrics);
         if (help.helpWanted)
         {
             defaultGetoptPrinter("aurora_app: HTTP/1.1 server (plaintext, JSON, metrics)", help.options);
@@ -157,6 +163,7 @@ int main(string[] args)
         return 2;
     }
     cfg.limits.maxBody = maxBody;
+    cfg.metrics = !noMetrics;
     if (cfg.workers == 0)
         cfg.workers = usableCpus();
     if (cfg.workers > 256)

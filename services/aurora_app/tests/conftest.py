@@ -25,9 +25,11 @@ def _build(tmp_dir: pathlib.Path) -> str:
     if ldc2 is None:
         pytest.fail("AURORA_BIN is not set and ldc2 is not installed to build the server")
     out = tmp_dir / "aurora_app"
+    lib = ROOT.parent.parent / "perfkit" / "metrics" / "d" / "source"  # the perfkit metrics library
     srcs = [str(ROOT / "source" / "app.d")] + sorted(str(p) for p in (ROOT / "source" / "aurora").glob("*.d"))
-    subprocess.run([ldc2, "-O3", "-release", "-boundscheck=on", "-I", str(ROOT / "source"), *srcs, f"-of={out}"],
-                   check=True, cwd=tmp_dir)
+    srcs += sorted(str(p) for p in (lib / "perfkit_metrics").glob("*.d"))
+    subprocess.run([ldc2, "-O3", "-release", "-boundscheck=on", "-I", str(ROOT / "source"), "-I", str(lib), *srcs,
+                    f"-of={out}"], check=True, cwd=tmp_dir)
     return str(out)
 
 

@@ -26,7 +26,7 @@ def test_bad_arguments(aurora_bin, args, message):
 def test_help(aurora_bin):
     r = subprocess.run([aurora_bin, "--help"], capture_output=True, text=True, timeout=10)
     assert r.returncode == 0
-    for flag in ("--host", "--port", "--workers", "--header-timeout-ms", "--max-connections"):
+    for flag in ("--host", "--port", "--workers", "--header-timeout-ms", "--max-connections", "--no-metrics"):
         assert flag in r.stdout
 
 

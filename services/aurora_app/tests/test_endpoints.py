@@ -88,11 +88,11 @@ def test_metrics_exposition(server):
     assert f"# TYPE {h} histogram" in body
     lbl = 'service="aurora_app",route="/plaintext",method="GET",status_class="2xx"'
     assert f'{h}_bucket{{{lbl},le="2.5e-05"}}' in body
-    assert f'{h}_bucket{{{lbl},le="10"}} 1' in body
+    assert f'{h}_bucket{{{lbl},le="10.0"}} 1' in body
     assert f'{h}_bucket{{{lbl},le="+Inf"}} 1' in body
     assert f"{h}_count{{{lbl}}} 1" in body
     assert 'route="/hello/:name"' in body          # the template, never the raw path
-    assert 'route="unmatched",method="GET",status_class="4xx"' in body
+    assert 'route="<unmatched>",method="GET",status_class="4xx"' in body
     assert "route=\"/hello/x\"" not in body
     assert "# TYPE aurora_gc_allocated_bytes_total counter" in body
     assert re.search(r'^aurora_connections_open\{service="aurora_app"\} \d+$', body, re.M)
@@ -100,6 +100,51 @@ def test_metrics_exposition(server):
     for line in body.splitlines():
         if line and not line.startswith("#"):
             assert re.fullmatch(r'[a-z_]+(\{[^}]*\})? [0-9.e+-]+', line), line
+
+
+def test_metrics_le_strings_follow_the_spec(server):
+    # perfkit/metrics/SPEC.md: le written as prometheus-client writes it, so every language's series aggregate
+    request(server, get("/plaintext"))
+    body = request(server, get("/metrics")).body.decode()
+    lbl = 'service="aurora_app",route="/plaintext",method="GET",status_class="2xx"'
+    pat = r'^http_server_request_duration_seconds_bucket\{' + re.escape(lbl) + r',le="([^"]+)"\}'
+    les = re.findall(pat, body, re.M)
+    assert les == ["2.5e-05", "5e-05", "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025",
+                   "0.05", "0.1", "0.25", "0.5", "1.0", "2.5", "5.0", "10.0", "+Inf"]
+
+
+def test_metrics_openmetrics_on_request(server):
+    request(server, get("/plaintext"))
+    accept = "Accept: application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1\r\n"
+    r = request(server, get("/metrics", extra=accept))
+    assert r.status == 200
+    assert r.header("Content-Type") == "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    body = r.body.decode()
+    assert body.endswith("# EOF\n")
+    # OpenMetrics names a counter family without _total; its sample keeps it
+    assert "# TYPE aurora_connections_accepted counter\n" in body
+    assert re.search(r'^aurora_connections_accepted_total\{service="aurora_app"\} \d+$', body, re.M)
+    plain = request(server, get("/metrics"))
+    assert plain.header("Content-Type") == "text/plain; version=0.0.4; charset=utf-8"
+    assert "# TYPE aurora_connections_accepted_total counter\n" in plain.body.decode()
+    assert "# EOF" not in plain.body.decode()
+
+
+def test_no_metrics_records_nothing_per_request(make_server):
+    # --no-metrics: the "off" side of a paired overhead measurement; /metrics itself still answers
+    srv = make_server("--no-metrics")
+    for _ in range(70):
+        assert request(srv, get("/plaintext")).status == 200
+    request(srv, get("/missing"))
+    request(srv, b"GET / HTTP/9.9\r\nHost: t\r\n\r\n")
+    body = request(srv, get("/metrics")).body.decode()
+    assert "# TYPE http_server_request_duration_seconds histogram" in body
+    assert "http_server_request_duration_seconds_count{" not in body
+    series = _hotpath_series(body)
+    assert set(series) == {"parse", "handle", "write"}
+    assert all(s["count"] == 0 for s in series.values())
+    assert re.search(r'^aurora_connections_accepted_total\{service="aurora_app"\} \d+$', body, re.M)
+    assert "aurora_gc_allocated_bytes_total{" in body
 
 
 def test_absolute_form_target(server):
@@ -139,7 +184,7 @@ def test_hotpath_histogram_is_sampled(server):
         assert s["count"] == 3, (hp, s)
         assert s["sum"] > 0, (hp, s)
         les = [le for le, _ in s["buckets"]]
-        assert les[0] == "2.5e-05" and les[-2] == "10" and les[-1] == "+Inf" and len(les) == 19
+        assert les[0] == "2.5e-05" and les[-2] == "10.0" and les[-1] == "+Inf" and len(les) == 19
         counts = [c for _, c in s["buckets"]]
         assert counts == sorted(counts) and counts[-1] == s["count"]
     # the request histogram still counts every request

@@ -6,7 +6,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from . import exceptions  # noqa: E402
-from .api import delete, get, head, options, patch, post, put, request  # noqa: E402
+from .api import delete, enable_metrics, get, head, options, patch, post, put, request  # noqa: E402
 from .async_client import AsyncClient  # noqa: E402
 from .auth import AuthBase, HTTPBasicAuth, HTTPBearerAuth  # noqa: E402
 from .cookies import RequestsCookieJar  # noqa: E402
@@ -24,6 +24,6 @@ __all__ = [
     "ContentDecodingError", "HTTPBasicAuth", "HTTPBearerAuth", "HTTPError", "InvalidHeader", "InvalidJSONError",
     "InvalidSchema", "InvalidURL", "JSONDecodeError", "MissingSchema", "PreparedRequest", "ProxyError",
     "ReadTimeout", "RequestException", "RequestsCookieJar", "Response", "SSLError", "Session",
-    "StreamConsumedError", "Timeout", "TooManyRedirects", "URLRequired", "delete", "exceptions", "get", "head",
-    "options", "patch", "post", "put", "request", "session",
+    "StreamConsumedError", "Timeout", "TooManyRedirects", "URLRequired", "delete", "enable_metrics", "exceptions",
+    "get", "head", "options", "patch", "post", "put", "request", "session",
 ]

@@ -13,6 +13,7 @@ from urllib.parse import unquote, urlencode, urljoin, urlsplit, urlunsplit
 from . import __version__
 from . import exceptions as exc
 from .auth import HTTPBasicAuth
+from .metrics import Recorder, client_metrics
 from .cookies import RequestsCookieJar
 from .models import PreparedRequest, Response
 from .structures import CaseInsensitiveDict
@@ -200,7 +201,7 @@ class ClientBase:
                  params: Any = None, timeout: Any = None, total_timeout: float | None = None,
                  verify: bool | str = True, proxies: Mapping[str, str] | None = None, trust_env: bool = True,
                  max_redirects: int = DEFAULT_REDIRECT_LIMIT, pool_maxsize: int = 32,
-                 pool_idle_timeout: float | None = 90.0, _native: Any = None) -> None:
+                 pool_idle_timeout: float | None = 90.0, metrics: Any = None, _native: Any = None) -> None:
         from . import _native as native_mod
 
         self.headers = default_headers()
@@ -224,6 +225,22 @@ class ClientBase:
             if trust_env else None
         self._pool_args = (trust_env, pool_maxsize, pool_idle_timeout)
         self._native = _native if _native is not None else native_mod.Client(*self._pool_args)
+        self._recorder: Recorder | None = None
+        if metrics is not None:
+            self.metrics = metrics
+
+    @property
+    def metrics(self) -> Any:
+        """The ``perfkit_metrics.ClientRequests`` this client records into, or None (the default).
+        Set it to a ``perfkit_metrics.Registry`` (service ``requestx_client``), a ``ClientRequests``
+        or None."""
+        rec = self._recorder
+        return None if rec is None else rec.client
+
+    @metrics.setter
+    def metrics(self, value: Any) -> None:
+        client = client_metrics(value)
+        self._recorder = None if client is None else Recorder(client)
 
     def _drop_pools(self) -> None:
         """Let go of this client's connection pools (idle connections close once no clone uses them)."""

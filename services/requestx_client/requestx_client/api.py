@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from .metrics import SERVICE, client_metrics
 from .models import Response
 from .sessions import Session
 
@@ -27,6 +28,16 @@ def _session() -> Session:
             if _default is None:
                 _default = _StatelessSession()
     return _default
+
+
+def enable_metrics(metrics: Any, service: str = SERVICE) -> Any:
+    """Record the requests of the module-level functions (``get``, ``post``, ...): ``metrics`` is a
+    ``perfkit_metrics.Registry`` (recorded with the label ``service``) or a ``ClientRequests``;
+    None turns the metrics off again. Returns the ``ClientRequests`` in use (or None).
+    Sessions and async clients take ``metrics=`` themselves."""
+    client = client_metrics(metrics, service)
+    _session().metrics = client
+    return client
 
 
 def request(method: str, url: Any, **kwargs: Any) -> Response:

@@ -13,6 +13,7 @@ from typing import Any
 from . import _native
 from . import exceptions as exc
 from ._prepare import DEFAULT_REDIRECT_LIMIT, ClientBase
+from .metrics import sent
 from .models import PreparedRequest, Response
 
 
@@ -55,11 +56,11 @@ class AsyncClient(ClientBase):
                  timeout: Any = None, total_timeout: float | None = None, verify: bool | str = True,
                  proxies: Any = None, trust_env: bool = True, max_redirects: int = DEFAULT_REDIRECT_LIMIT,
                  follow_redirects: bool = True, pool_maxsize: int = 128,
-                 pool_idle_timeout: float | None = 90.0) -> None:
+                 pool_idle_timeout: float | None = 90.0, metrics: Any = None) -> None:
         super().__init__(headers=headers, cookies=cookies, auth=auth, params=params, timeout=timeout,
                          total_timeout=total_timeout, verify=verify, proxies=proxies, trust_env=trust_env,
                          max_redirects=max_redirects, pool_maxsize=pool_maxsize,
-                         pool_idle_timeout=pool_idle_timeout)
+                         pool_idle_timeout=pool_idle_timeout, metrics=metrics)
         self.follow_redirects = follow_redirects
         self._closed = False
         self._bridge: _LoopBridge | None = None
@@ -112,10 +113,11 @@ class AsyncClient(ClientBase):
             bridge = self._bridge = _LoopBridge(loop)
         rid = bridge.next_id = bridge.next_id + 1
         fut = loop.create_future()
+        rec = self._recorder
         t0 = perf_counter()
         pending = self._native.start(bridge.completions, rid, prep.method, prep.url,
                                      list(prep.headers._store.values()), prep.body,
-                                     connect, read, total, verify, plist)
+                                     connect, read, total, verify, plist, rec is not None)
         bridge.futures[rid] = fut
         try:
             native = await fut
@@ -125,8 +127,13 @@ class AsyncClient(ClientBase):
             raise
         except exc.RequestException as e:
             e.request = prep
+            if rec is not None and sent(e):
+                rec.failed(prep.method, prep.url, perf_counter() - t0, e)
             raise
-        resp = Response(native, prep, datetime.timedelta(seconds=perf_counter() - t0))
+        elapsed = perf_counter() - t0
+        if rec is not None:
+            rec.record(prep.method, prep.url, native.status, elapsed, native.timings)
+        resp = Response(native, prep, datetime.timedelta(seconds=elapsed))
         if set_cookies := native.header_all("set-cookie"):
             self.cookies.extract(set_cookies, resp.url)
         return resp

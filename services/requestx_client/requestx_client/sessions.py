@@ -7,6 +7,7 @@ from typing import Any
 
 from . import exceptions as exc
 from ._prepare import DEFAULT_REDIRECT_LIMIT, ClientBase
+from .metrics import sent
 from .models import REDIRECT_STATI, PreparedRequest, Response
 
 
@@ -17,11 +18,11 @@ class Session(ClientBase):
     def __init__(self, *, headers: Any = None, cookies: Any = None, auth: Any = None, params: Any = None,
                  timeout: Any = None, total_timeout: float | None = None, verify: bool | str = True,
                  proxies: Any = None, trust_env: bool = True, max_redirects: int = DEFAULT_REDIRECT_LIMIT,
-                 pool_maxsize: int = 32, pool_idle_timeout: float | None = 90.0) -> None:
+                 pool_maxsize: int = 32, pool_idle_timeout: float | None = 90.0, metrics: Any = None) -> None:
         super().__init__(headers=headers, cookies=cookies, auth=auth, params=params, timeout=timeout,
                          total_timeout=total_timeout, verify=verify, proxies=proxies, trust_env=trust_env,
                          max_redirects=max_redirects, pool_maxsize=pool_maxsize,
-                         pool_idle_timeout=pool_idle_timeout)
+                         pool_idle_timeout=pool_idle_timeout, metrics=metrics)
 
     _keep_cookies = True
 
@@ -79,14 +80,20 @@ class Session(ClientBase):
 
     def _send(self, prep: PreparedRequest, opts: tuple[Any, ...], stream: bool) -> Response:
         connect, read, total, verify, plist = opts
+        rec = self._recorder
         t0 = perf_counter()
         try:
             native = self._native.request(prep.method, prep.url, list(prep.headers._store.values()),
-                                          prep.body, connect, read, total, verify, plist, stream)
+                                          prep.body, connect, read, total, verify, plist, stream, rec is not None)
         except exc.RequestException as e:
             e.request = prep
+            if rec is not None and sent(e):
+                rec.failed(prep.method, prep.url, perf_counter() - t0, e)
             raise
-        resp = Response(native, prep, perf_counter() - t0)
+        elapsed = perf_counter() - t0
+        if rec is not None:
+            rec.record(prep.method, prep.url, native.status, elapsed, native.timings)
+        resp = Response(native, prep, elapsed)
         if native.has_set_cookie and self._keep_cookies:
             self.cookies.extract(native.header_all("set-cookie"), resp.url)
         return resp

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
+use crate::timing::Timings;
 use crate::{ErrKind, Failure};
 
 /// The request line and headers (already validated) plus the body, as one buffer ready to send.
@@ -305,25 +306,32 @@ fn read_timeout_failure() -> Failure {
 }
 
 /// Send `req` to `t` and read the whole answer, on a pooled connection when there is one.
+/// With `timings` (client metrics on), the stages are recorded there as they end: pool_wait,
+/// connect (new connections), ttfb, transfer, decode; without, no clock is read.
 pub fn send(
     pool: &Pool,
     t: &Target,
     req: &WireRequest,
     connect_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
+    mut timings: Option<&mut Timings>,
 ) -> Result<Answer, Failure> {
     // A reused connection may turn out to be closed by the server while idle; an idempotent request
     // is then sent again once on a new connection (as browsers and urllib3 do). A non-idempotent one
     // is sent on a pooled connection only if that connection is not already known to be closed.
     let _in_flight = InFlight::enter();
+    let start = timings.is_some().then(Instant::now);
     let mut reused = pool.checkout(t);
     if let Some(c) = &reused {
         if !req.idempotent && c.looks_closed() {
             reused = None;
         }
     }
+    if let (Some(tm), Some(start)) = (timings.as_deref_mut(), start) {
+        tm.pool_wait = Some(start.elapsed());
+    }
     if let Some(mut conn) = reused {
-        match exchange(&mut conn, req, read_timeout) {
+        match exchange(&mut conn, req, read_timeout, timings.as_deref_mut()) {
             Ok((answer, keep)) => {
                 if keep {
                     pool.checkin(t, conn);
@@ -343,8 +351,12 @@ pub fn send(
             Err(ExchangeError::Fail(f)) => return Err(f),
         }
     }
+    let connect_start = timings.is_some().then(Instant::now);
     let mut conn = connect(t, connect_timeout)?;
-    match exchange(&mut conn, req, read_timeout) {
+    if let (Some(tm), Some(c0)) = (timings.as_deref_mut(), connect_start) {
+        tm.connect = Some(c0.elapsed());
+    }
+    match exchange(&mut conn, req, read_timeout, timings) {
         Ok((answer, keep)) => {
             if keep {
                 pool.checkin(t, conn);
@@ -474,6 +486,7 @@ fn exchange(
     conn: &mut Conn,
     req: &WireRequest,
     read_timeout: Option<Duration>,
+    mut timings: Option<&mut Timings>,
 ) -> Result<(Answer, bool), ExchangeError> {
     let transport =
         |e: io::Error| ExchangeError::Fail(Failure::new(ErrKind::Connection, format!("connection error: {e}")));
@@ -485,6 +498,9 @@ fn exchange(
             ExchangeError::NoResponse(e)
         });
     }
+    // written → first byte (ttfb), first byte → body complete (transfer): marks only when timed
+    let written = timings.is_some().then(Instant::now);
+    let mut first_byte: Option<Instant> = None;
     let mut buf = std::mem::take(&mut conn.buf);
     buf.clear();
     // --- head (skipping 1xx interim responses) ---
@@ -593,7 +609,17 @@ fn exchange(
                     "connection closed in the middle of the response head",
                 )))
             }
-            Ok(_) => {}
+            Ok(_) => {
+                if first_byte.is_none() {
+                    if let Some(w) = written {
+                        let now = Instant::now();
+                        first_byte = Some(now);
+                        if let Some(tm) = timings.as_deref_mut() {
+                            tm.ttfb = Some(now - w);
+                        }
+                    }
+                }
+            }
             Err(e) if is_timeout(&e) => return Err(ExchangeError::Fail(read_timeout_failure())),
             Err(e) if buf.is_empty() => return Err(ExchangeError::NoResponse(e)),
             Err(e) => {
@@ -762,8 +788,11 @@ fn exchange(
     if !keep {
         let _ = conn.stream.shutdown(Shutdown::Both);
     }
+    if let (Some(tm), Some(f)) = (timings.as_deref_mut(), first_byte) {
+        tm.transfer = Some(f.elapsed());
+    }
     let mut headers = headers;
-    let body = decode(&mut headers, raw).map_err(ExchangeError::Fail)?;
+    let body = decode(&mut headers, raw, timings).map_err(ExchangeError::Fail)?;
     Ok((Answer { status, version, headers, body }, keep))
 }
 
@@ -791,8 +820,9 @@ fn last_token_is(v: &[u8], tok: &[u8]) -> bool {
 }
 
 /// Decode a gzip/deflate/br/zstd body as reqwest does (the Content-Encoding and Content-Length
-/// headers are then dropped, since they describe the bytes on the wire).
-fn decode(headers: &mut HeaderMap, raw: Bytes) -> Result<Bytes, Failure> {
+/// headers are then dropped, since they describe the bytes on the wire). The decoding is timed
+/// into `timings.decode` when there is one and something was decoded.
+fn decode(headers: &mut HeaderMap, raw: Bytes, timings: Option<&mut Timings>) -> Result<Bytes, Failure> {
     let enc = match headers.get(reqwest::header::CONTENT_ENCODING) {
         None => return Ok(raw),
         Some(v) => v.as_bytes().trim_ascii().to_ascii_lowercase(),
@@ -800,6 +830,7 @@ fn decode(headers: &mut HeaderMap, raw: Bytes) -> Result<Bytes, Failure> {
     if headers.get_all(reqwest::header::CONTENT_ENCODING).iter().count() > 1 || raw.is_empty() {
         return Ok(raw);
     }
+    let start = timings.as_ref().map(|_| Instant::now());
     let mut out = Vec::with_capacity(raw.len() * 4);
     let res = match enc.as_slice() {
         b"gzip" | b"x-gzip" => flate2::read::MultiGzDecoder::new(&raw[..]).read_to_end(&mut out),
@@ -813,6 +844,9 @@ fn decode(headers: &mut HeaderMap, raw: Bytes) -> Result<Bytes, Failure> {
             ErrKind::ContentDecoding,
             format!("error decoding response body: {} decoding failed: {e}", String::from_utf8_lossy(&enc)),
         ));
+    }
+    if let (Some(tm), Some(start)) = (timings, start) {
+        tm.decode = Some(start.elapsed());
     }
     headers.remove(reqwest::header::CONTENT_ENCODING);
     headers.remove(reqwest::header::CONTENT_LENGTH);

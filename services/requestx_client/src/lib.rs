@@ -17,6 +17,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 mod direct;
 mod json;
+mod timing;
 mod tls;
 
 // ---------------------------------------------------------------------------------------------
@@ -127,11 +128,18 @@ impl ErrKind {
 struct Failure {
     kind: ErrKind,
     msg: String,
+    /// the stages seen before the failure, when the request asked for timings
+    timings: Option<Box<timing::Timings>>,
 }
 
 impl Failure {
     fn new(kind: ErrKind, msg: impl Into<String>) -> Self {
-        Failure { kind, msg: msg.into() }
+        Failure { kind, msg: msg.into(), timings: None }
+    }
+
+    fn with_timings(mut self, t: Option<timing::Timings>) -> Self {
+        self.timings = t.map(Box::new);
+        self
     }
 
     fn into_pyerr(self, py: Python<'_>) -> PyErr {
@@ -141,7 +149,15 @@ impl Failure {
         });
         match module.and_then(|m| m.bind(py).getattr(self.kind.class_name())) {
             Ok(cls) => match cls.call1((self.msg.clone(),)) {
-                Ok(exc) => PyErr::from_value(exc),
+                Ok(exc) => {
+                    if let Some(t) = &self.timings {
+                        // the stages seen before the failure, for the client metrics
+                        if let Ok(tuple) = t.py_tuple(py) {
+                            let _ = exc.setattr("_timings", tuple);
+                        }
+                    }
+                    PyErr::from_value(exc)
+                }
                 Err(e) => e,
             },
             Err(_) => PyRuntimeError::new_err(self.msg),
@@ -308,6 +324,8 @@ impl Inner {
             .http1_title_case_headers()
             .pool_max_idle_per_host(self.pool_max_idle_per_host)
             .pool_idle_timeout(self.pool_idle_timeout)
+            // marks new connections for the stage timings of requests that ask for them
+            .connector_layer(timing::ConnectTimingLayer)
             .user_agent(concat!("requestx-client/", env!("CARGO_PKG_VERSION")));
         if let Some(ms) = key.connect_ms {
             b = b.connect_timeout(Duration::from_millis(ms));
@@ -372,6 +390,8 @@ fn bytes_from_py(b: &Bound<'_, PyBytes>) -> Bytes {
 
 struct Prepared {
     blocking: bool,
+    /// measure the stages of this request (client metrics on)
+    timing: bool,
     client: reqwest::Client,
     request: reqwest::Request,
     total: Option<Duration>,
@@ -427,6 +447,7 @@ struct NativeResponse {
     body: Mutex<BodyState>,
     content: PyOnceLock<Py<PyBytes>>,
     via_proxy: bool,
+    timings: Option<timing::Timings>,
 }
 
 fn version_str(v: reqwest::Version) -> &'static str {
@@ -454,6 +475,7 @@ struct Done {
     headers: HeaderMap,
     body: BodyState,
     via_proxy: bool,
+    timings: Option<timing::Timings>,
 }
 
 impl Done {
@@ -466,14 +488,36 @@ impl Done {
             body: Mutex::new(self.body),
             content: PyOnceLock::new(),
             via_proxy: self.via_proxy,
+            timings: self.timings,
         }
     }
 }
 
 async fn execute(p: Prepared) -> Result<Done, Failure> {
-    let Prepared { client, request, total, stream, via_proxy, blocking } = p;
+    if !p.timing {
+        return execute_inner(p, None).await;
+    }
+    // the probe is visible (a task-local) to the connector layer and the TLS hook while the
+    // request runs; the stages are read from its marks at the end, whatever the outcome
+    let probe = timing::Probe::new();
+    let result = probe.scope(execute_inner(p, Some(probe.clone()))).await;
+    let t = probe.timings();
+    match result {
+        Ok(mut done) => {
+            done.timings = Some(t);
+            Ok(done)
+        }
+        Err(f) => Err(f.with_timings(Some(t))),
+    }
+}
+
+async fn execute_inner(p: Prepared, probe: Option<Arc<timing::Probe>>) -> Result<Done, Failure> {
+    let Prepared { client, request, total, stream, via_proxy, blocking, timing: _ } = p;
     let work = async move {
         let mut resp = client.execute(request).await.map_err(|e| classify(e, Phase::Send, via_proxy))?;
+        if let Some(p) = &probe {
+            p.head();
+        }
         let status = resp.status().as_u16();
         let url = resp.url().as_str().to_owned();
         let version = version_str(resp.version());
@@ -482,13 +526,16 @@ async fn execute(p: Prepared) -> Result<Done, Failure> {
             BodyState::Streaming { resp, pending: Bytes::new() }
         } else {
             let b = resp.bytes().await.map_err(|e| classify(e, Phase::Body, via_proxy))?;
+            if let Some(p) = &probe {
+                p.body();
+            }
             if blocking {
                 // let the connection task (same thread) mark the connection idle for the next request
                 tokio::task::yield_now().await;
             }
             BodyState::Full(b)
         };
-        Ok(Done { status, url, version, headers, body, via_proxy })
+        Ok(Done { status, url, version, headers, body, via_proxy, timings: None })
     };
     match total {
         None => work.await,
@@ -534,6 +581,13 @@ impl NativeResponse {
     /// All values of one header, not joined (Set-Cookie).
     fn header_all(&self, name: &str) -> Vec<String> {
         self.headers.get_all(name).iter().map(header_str).collect()
+    }
+
+    /// The stages of this request in seconds, `(pool_wait, connect, tls, ttfb, transfer, decode)`
+    /// with None for a stage not seen; None if the request did not ask for timings.
+    #[getter]
+    fn timings<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        self.timings.as_ref().map(|t| t.py_tuple(py)).transpose()
     }
 
     /// Whether the whole body has been read into memory.
@@ -771,7 +825,7 @@ impl Client {
 
     /// Send one request and wait for it (GIL released). The body is read unless `stream`.
     #[pyo3(signature = (method, url, headers=None, body=None, connect_timeout=None, read_timeout=None,
-                        total_timeout=None, verify=None, proxies=None, stream=false))]
+                        total_timeout=None, verify=None, proxies=None, stream=false, timing=false))]
     #[allow(clippy::too_many_arguments)]
     fn request(
         &self,
@@ -786,6 +840,7 @@ impl Client {
         verify: Option<&Bound<'_, PyAny>>,
         proxies: Option<Vec<(String, String)>>,
         stream: bool,
+        timing: bool,
     ) -> PyResult<NativeResponse> {
         if !stream
             && total_timeout.is_none()
@@ -794,10 +849,11 @@ impl Client {
             && sync_io() == SyncIo::Direct
             && !self.inner.env_proxy_http
         {
-            return self.request_direct(py, method, url, headers, body, connect_timeout, read_timeout, verify);
+            return self.request_direct(py, method, url, headers, body, connect_timeout, read_timeout, verify, timing);
         }
         let prepared = self.prepare(
             py, method, url, headers, body, connect_timeout, read_timeout, total_timeout, verify, proxies, stream, true,
+            timing,
         )?;
         match py.detach(|| sync_runtime().block_on(execute(prepared))) {
             Ok(done) => Ok(done.into_response()),
@@ -809,7 +865,7 @@ impl Client {
     /// `completions` under `id` and the event loop is woken through `completions.fileno()`; the I/O
     /// thread never takes the interpreter lock.
     #[pyo3(signature = (completions, id, method, url, headers=None, body=None, connect_timeout=None,
-                        read_timeout=None, total_timeout=None, verify=None, proxies=None))]
+                        read_timeout=None, total_timeout=None, verify=None, proxies=None, timing=false))]
     #[allow(clippy::too_many_arguments)]
     fn start(
         &self,
@@ -825,9 +881,11 @@ impl Client {
         total_timeout: Option<f64>,
         verify: Option<&Bound<'_, PyAny>>,
         proxies: Option<Vec<(String, String)>>,
+        timing: bool,
     ) -> PyResult<Pending> {
         let prepared = self.prepare(
             py, method, url, headers, body, connect_timeout, read_timeout, total_timeout, verify, proxies, false, false,
+            timing,
         )?;
         let queue = completions.queue.clone();
         let handle = runtime().spawn(async move {
@@ -926,6 +984,7 @@ impl Client {
         proxies: Option<Vec<(String, String)>>,
         stream: bool,
         blocking: bool,
+        timing: bool,
     ) -> PyResult<Prepared> {
         let method = reqwest::Method::from_bytes(method.as_bytes())
             .map_err(|_| PyValueError::new_err(format!("invalid HTTP method {method:?}")))?;
@@ -974,7 +1033,7 @@ impl Client {
                 *request.body_mut() = Some(reqwest::Body::from(bytes_from_py(bytes)));
             }
         }
-        Ok(Prepared { client, request, total, stream, via_proxy, blocking })
+        Ok(Prepared { client, request, total, stream, via_proxy, blocking, timing })
     }
 }
 
@@ -1011,6 +1070,7 @@ impl Client {
         connect_timeout: Option<f64>,
         read_timeout: Option<f64>,
         verify: Option<&Bound<'_, PyAny>>,
+        timing: bool,
     ) -> PyResult<NativeResponse> {
         let m = reqwest::Method::from_bytes(method.as_bytes())
             .map_err(|_| PyValueError::new_err(format!("invalid HTTP method {method:?}")))?;
@@ -1085,7 +1145,8 @@ impl Client {
         let connect = connect_ms.map(Duration::from_millis);
         let read = read_ms.map(Duration::from_millis);
         let pool = &self.inner.direct;
-        match py.detach(|| direct::send(pool, &target, &wire, connect, read)) {
+        let mut timings = timing.then(timing::Timings::default);
+        match py.detach(|| direct::send(pool, &target, &wire, connect, read, timings.as_mut())) {
             Ok(a) => Ok(NativeResponse {
                 status: a.status,
                 url: parsed.into(),
@@ -1094,8 +1155,9 @@ impl Client {
                 body: Mutex::new(BodyState::Full(a.body)),
                 content: PyOnceLock::new(),
                 via_proxy: false,
+                timings,
             }),
-            Err(f) => Err(f.into_pyerr(py)),
+            Err(f) => Err(f.with_timings(timings).into_pyerr(py)),
         }
     }
 }

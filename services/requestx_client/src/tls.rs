@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use pki_types::pem::PemObject;
 use pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::{ClientSessionMemoryCache, ClientSessionStore, Resumption, Tls12ClientSessionValue, Tls13ClientSessionValue};
 use rustls::crypto::CryptoProvider;
-use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::{ClientConfig, DigitallySignedStruct, NamedGroup, RootCertStore, SignatureScheme};
 
 use crate::{ErrKind, Failure};
 
@@ -20,7 +21,49 @@ fn provider() -> Arc<CryptoProvider> {
 fn finish(mut cfg: ClientConfig) -> ClientConfig {
     // HTTP/1.1 only, like requests
     cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    // rustls' default session cache (256 names), behind the hook that tells the stage timings
+    // when a handshake starts
+    cfg.resumption = Resumption::store(Arc::new(TimedSessionStore(ClientSessionMemoryCache::new(256))));
     cfg
+}
+
+/// rustls' in-memory session store, unchanged, except that the calls rustls makes when it builds
+/// the first ClientHello of a connection (just after TCP connected) mark the start of the TLS stage
+/// for a request that asked for timings (`timing::note_tls_start`; a no-op otherwise).
+#[derive(Debug)]
+struct TimedSessionStore(ClientSessionMemoryCache);
+
+impl ClientSessionStore for TimedSessionStore {
+    fn set_kx_hint(&self, server_name: ServerName<'static>, group: NamedGroup) {
+        self.0.set_kx_hint(server_name, group)
+    }
+
+    fn kx_hint(&self, server_name: &ServerName<'_>) -> Option<NamedGroup> {
+        crate::timing::note_tls_start();
+        self.0.kx_hint(server_name)
+    }
+
+    fn set_tls12_session(&self, server_name: ServerName<'static>, value: Tls12ClientSessionValue) {
+        self.0.set_tls12_session(server_name, value)
+    }
+
+    fn tls12_session(&self, server_name: &ServerName<'_>) -> Option<Tls12ClientSessionValue> {
+        crate::timing::note_tls_start();
+        self.0.tls12_session(server_name)
+    }
+
+    fn remove_tls12_session(&self, server_name: &ServerName<'static>) {
+        self.0.remove_tls12_session(server_name)
+    }
+
+    fn insert_tls13_ticket(&self, server_name: ServerName<'static>, value: Tls13ClientSessionValue) {
+        self.0.insert_tls13_ticket(server_name, value)
+    }
+
+    fn take_tls13_ticket(&self, server_name: &ServerName<'static>) -> Option<Tls13ClientSessionValue> {
+        crate::timing::note_tls_start();
+        self.0.take_tls13_ticket(server_name)
+    }
 }
 
 fn with_roots(roots: RootCertStore) -> ClientConfig {

@@ -4,20 +4,27 @@
 //! `GET /plaintext` -> `Hello, World!` (text/plain), `GET /json` -> `{"message":"Hello, World!"}`
 //! (application/json), anything else -> 404. Connections are kept alive; pipelined responses are
 //! written in one flush.
+//!
+//! With `--metrics` ([`FloorMetrics`], off by default so that the floor stays a floor) every request is
+//! recorded in the kit's `http_server_request_duration_seconds{service="hyper_floor",route,method,status_class}`
+//! (perfkit-metrics) and `GET /metrics` answers the exposition: the floor with the Rust recording cost added.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, CONTENT_TYPE, SERVER};
+use hyper::header::{HeaderValue, ACCEPT, CONTENT_TYPE, SERVER, VARY};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use perfkit_metrics::{Format, HttpServerMetrics, Registry, RouteMetrics};
 use tokio::net::{TcpListener, TcpStream};
 
 pub const PLAINTEXT: &[u8] = b"Hello, World!";
@@ -48,18 +55,100 @@ pub async fn bind(host: &str, port: u16) -> io::Result<TcpListener> {
     TcpListener::bind((host, port)).await
 }
 
-fn serve_connection(stream: TcpStream) {
+/// The `service` label of the floor's metrics.
+pub const METRICS_SERVICE: &str = "hyper_floor";
+
+/// `--metrics`: the request histogram with each route's series resolved once, and the `/metrics` route.
+pub struct FloorMetrics {
+    registry: Registry,
+    plaintext: RouteMetrics,
+    json: RouteMetrics,
+    metrics: RouteMetrics,
+    unmatched: RouteMetrics,
+}
+
+impl FloorMetrics {
+    pub fn new() -> FloorMetrics {
+        let registry = Registry::new();
+        let http = HttpServerMetrics::new(&registry, METRICS_SERVICE).expect("a new registry has no conflicting family");
+        FloorMetrics {
+            plaintext: http.route("/plaintext"),
+            json: http.route("/json"),
+            metrics: http.route("/metrics"),
+            unmatched: http.unmatched(),
+            registry,
+        }
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Answers one request as [`respond`] does, plus `GET /metrics`, and records it: from the call of the service
+    /// (hyper has parsed the request) to the response built (not yet written). A 404 is recorded as the route
+    /// `<unmatched>`.
+    pub fn handle<B>(&self, req: &Request<B>) -> Response<Full<Bytes>> {
+        let start = Instant::now();
+        let method = req.method();
+        let path = req.uri().path();
+        let get = method == Method::GET || method == Method::HEAD;
+        let (resp, route) = if get && path == "/metrics" {
+            let accept = req.headers().get(ACCEPT).and_then(|v| v.to_str().ok());
+            (self.exposition(accept), &self.metrics)
+        } else {
+            let resp = respond(method, path);
+            let route = match path {
+                _ if resp.status() == StatusCode::NOT_FOUND => &self.unmatched,
+                "/plaintext" => &self.plaintext,
+                _ => &self.json,
+            };
+            (resp, route)
+        };
+        route.observe_since(method.as_str(), u32::from(resp.status().as_u16()), start);
+        resp
+    }
+
+    /// The `/metrics` response: OpenMetrics when `accept` asks for it, else the text format.
+    pub fn exposition(&self, accept: Option<&str>) -> Response<Full<Bytes>> {
+        let format = Format::from_accept(accept);
+        let mut resp = Response::new(Full::new(Bytes::from(self.registry.render(format))));
+        let headers = resp.headers_mut();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static(format.content_type()));
+        headers.insert(VARY, HeaderValue::from_static("Accept"));
+        headers.insert(SERVER, HeaderValue::from_static("hyper-floor"));
+        resp
+    }
+}
+
+impl Default for FloorMetrics {
+    fn default() -> FloorMetrics {
+        FloorMetrics::new()
+    }
+}
+
+fn serve_connection(stream: TcpStream, metrics: Option<&Rc<FloorMetrics>>) {
     let _ = stream.set_nodelay(true);
     let io = TokioIo::new(stream);
-    tokio::task::spawn_local(async move {
-        // Errors of one connection (a peer that resets, a malformed request answered by hyper
-        // with 400) end that connection only.
-        let _ = http1::Builder::new()
-            .keep_alive(true)
-            .pipeline_flush(true)
-            .serve_connection(io, service_fn(handle))
-            .await;
-    });
+    match metrics {
+        None => {
+            tokio::task::spawn_local(async move {
+                // Errors of one connection (a peer that resets, a malformed request answered by hyper
+                // with 400) end that connection only.
+                let _ = http1::Builder::new()
+                    .keep_alive(true)
+                    .pipeline_flush(true)
+                    .serve_connection(io, service_fn(handle))
+                    .await;
+            });
+        }
+        Some(m) => {
+            let m = m.clone();
+            tokio::task::spawn_local(async move {
+                let svc = service_fn(|req: Request<Incoming>| std::future::ready(Ok::<_, Infallible>(m.handle(&req))));
+                let _ = http1::Builder::new().keep_alive(true).pipeline_flush(true).serve_connection(io, svc).await;
+            });
+        }
+    }
 }
 
 /// Accepts connections until `shutdown` completes. Must run inside a `tokio::task::LocalSet`
@@ -68,12 +157,20 @@ pub async fn serve<F>(listener: TcpListener, shutdown: F) -> io::Result<()>
 where
     F: Future<Output = ()>,
 {
+    serve_with(listener, shutdown, None).await
+}
+
+/// [`serve`], recording every request in `metrics` and answering `GET /metrics` when there are metrics.
+pub async fn serve_with<F>(listener: TcpListener, shutdown: F, metrics: Option<Rc<FloorMetrics>>) -> io::Result<()>
+where
+    F: Future<Output = ()>,
+{
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             _ = &mut shutdown => return Ok(()),
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => serve_connection(stream),
+                Ok((stream, _)) => serve_connection(stream, metrics.as_ref()),
                 // Too many open files and the like: keep serving the connections we have.
                 Err(e) if is_transient(&e) => {
                     tokio::time::sleep(std::time::Duration::from_millis(10)).await;
@@ -112,17 +209,20 @@ pub fn termination() -> io::Result<impl Future<Output = ()>> {
 pub struct Options {
     pub host: String,
     pub port: u16,
+    /// `--metrics`: record every request and serve `GET /metrics`.
+    pub metrics: bool,
 }
 
 pub const USAGE: &str = concat!(
-    "usage: hyper-floor [--host ADDR] [--port PORT]\n",
+    "usage: hyper-floor [--host ADDR] [--port PORT] [--metrics]\n",
     "  --host ADDR   address to bind (default 127.0.0.1)\n",
     "  --port PORT   port to bind, 0 = ephemeral (default 0)\n",
+    "  --metrics     record http_server_request_duration_seconds per request and serve GET /metrics (default off)\n",
 );
 
-/// Parses `--host X --port N` (also `--host=X`); `Err` carries a message for stderr.
+/// Parses `--host X --port N --metrics` (also `--host=X`); `Err` carries a message for stderr.
 pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Option<Options>, String> {
-    let mut opts = Options { host: "127.0.0.1".into(), port: 0 };
+    let mut opts = Options { host: "127.0.0.1".into(), port: 0, metrics: false };
     let mut it = args.into_iter();
     while let Some(arg) = it.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -131,6 +231,8 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Option<Opti
         };
         match flag.as_str() {
             "-h" | "--help" => return Ok(None),
+            "--metrics" if inline.is_none() => opts.metrics = true,
+            "--metrics" => return Err("--metrics takes no value".into()),
             "--host" | "--port" => {
                 let value = match inline.or_else(|| it.next()) {
                     Some(v) => v,

@@ -29,7 +29,8 @@ fn main() -> ExitCode {
         let addr = hyper_floor::local_addr(&listener).map_err(|e| e.to_string())?;
         println!("listening on {}:{}", addr.ip(), addr.port());
         let _ = std::io::stdout().flush();
-        hyper_floor::serve(listener, stop)
+        let metrics = opts.metrics.then(|| std::rc::Rc::new(hyper_floor::FloorMetrics::new()));
+        hyper_floor::serve_with(listener, stop, metrics)
             .await
             .map_err(|e| format!("accept failed: {e}"))
     });

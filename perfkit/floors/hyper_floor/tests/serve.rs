@@ -14,6 +14,11 @@ struct Server {
 
 impl Server {
     fn start() -> Server {
+        Server::start_with(false)
+    }
+
+    /// With `metrics`: as `hyper-floor --metrics`.
+    fn start_with(metrics: bool) -> Server {
         let (tx, rx) = mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let thread = thread::spawn(move || {
@@ -22,9 +27,14 @@ impl Server {
             local.block_on(&rt, async move {
                 let listener = hyper_floor::bind("127.0.0.1", 0).await?;
                 tx.send(hyper_floor::local_addr(&listener)?).unwrap();
-                hyper_floor::serve(listener, async {
-                    let _ = stop_rx.await;
-                })
+                let metrics = metrics.then(|| std::rc::Rc::new(hyper_floor::FloorMetrics::new()));
+                hyper_floor::serve_with(
+                    listener,
+                    async {
+                        let _ = stop_rx.await;
+                    },
+                    metrics,
+                )
                 .await
             })
         });
@@ -233,15 +243,98 @@ fn many_concurrent_connections() {
     }
 }
 
+fn get_with(s: &mut TcpStream, path: &str, headers: &str) -> Resp {
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: test\r\n{headers}\r\n").as_bytes()).unwrap();
+    let mut buf = Vec::new();
+    read_response(s, &mut buf)
+}
+
+fn value(text: &str, series: &str) -> f64 {
+    let line = text.lines().find(|l| l.starts_with(series)).unwrap_or_else(|| panic!("no {series} in\n{text}"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn no_metrics_route_without_metrics() {
+    let srv = Server::start();
+    assert_eq!(get(&mut srv.connect(), "/metrics").status, 404);
+}
+
+#[test]
+fn metrics_record_every_request_by_route_template() {
+    let srv = Server::start_with(true);
+    let mut s = srv.connect();
+    for _ in 0..3 {
+        assert_eq!(get(&mut s, "/plaintext").status, 200);
+    }
+    assert_eq!(get(&mut s, "/json").status, 200);
+    assert_eq!(get(&mut s, "/users/12345").status, 404);
+    s.write_all(b"POST /plaintext HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi").unwrap();
+    let mut buf = Vec::new();
+    assert_eq!(read_response(&mut s, &mut buf).status, 404);
+    s.write_all(b"PROPFIND /json HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+    assert_eq!(read_response(&mut s, &mut buf).status, 404);
+
+    let r = get(&mut s, "/metrics");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("text/plain; version=0.0.4; charset=utf-8"));
+    let text = String::from_utf8(r.body).unwrap();
+    let h = "http_server_request_duration_seconds";
+    let series = |route: &str, method: &str, class: &str| {
+        format!(r#"method="{method}",route="{route}",service="hyper_floor",status_class="{class}""#)
+    };
+    assert!(text.contains(&format!("# TYPE {h} histogram\n")), "{text}");
+    assert_eq!(value(&text, &format!("{h}_count{{{}}}", series("/plaintext", "GET", "2xx"))), 3.0);
+    assert_eq!(value(&text, &format!("{h}_bucket{{{},le=\"+Inf\"}}", series("/plaintext", "GET", "2xx"))), 3.0);
+    assert_eq!(value(&text, &format!("{h}_count{{{}}}", series("/json", "GET", "2xx"))), 1.0);
+    // 404s are <unmatched>, never the raw path; unknown methods are OTHER.
+    assert_eq!(value(&text, &format!("{h}_count{{{}}}", series("<unmatched>", "GET", "4xx"))), 1.0);
+    assert_eq!(value(&text, &format!("{h}_count{{{}}}", series("<unmatched>", "POST", "4xx"))), 1.0);
+    assert_eq!(value(&text, &format!("{h}_count{{{}}}", series("<unmatched>", "OTHER", "4xx"))), 1.0);
+    assert!(!text.contains("12345") && !text.contains("PROPFIND"), "{text}");
+    assert!(value(&text, &format!("{h}_sum{{{}}}", series("/plaintext", "GET", "2xx"))) > 0.0);
+    // le as every language of the kit writes it
+    assert!(text.contains(&format!("{h}_bucket{{{},le=\"2.5e-05\"}}", series("/json", "GET", "2xx"))), "{text}");
+
+    // The scrape itself is a request of the /metrics route; OpenMetrics when asked for.
+    let r = get_with(&mut s, "/metrics", "Accept: application/openmetrics-text; version=1.0.0\r\n");
+    assert_eq!(r.header("content-type"), Some("application/openmetrics-text; version=1.0.0; charset=utf-8"));
+    let om = String::from_utf8(r.body).unwrap();
+    assert!(om.ends_with("# EOF\n"), "{om}");
+    assert_eq!(value(&om, &format!("{h}_count{{{}}}", series("/metrics", "GET", "2xx"))), 1.0);
+    // the connection stays usable
+    assert_eq!(get(&mut s, "/plaintext").status, 200);
+}
+
+#[test]
+fn metrics_with_pipelining_and_many_connections() {
+    let srv = Server::start_with(true);
+    let mut conns: Vec<TcpStream> = (0..8).map(|_| srv.connect()).collect();
+    for s in conns.iter_mut() {
+        s.write_all("GET /json HTTP/1.1\r\nHost: t\r\n\r\n".repeat(10).as_bytes()).unwrap();
+    }
+    for s in conns.iter_mut() {
+        let mut buf = Vec::new();
+        for _ in 0..10 {
+            assert_eq!(read_response(s, &mut buf).status, 200);
+        }
+    }
+    let text = String::from_utf8(get(&mut srv.connect(), "/metrics").body).unwrap();
+    let series = r#"http_server_request_duration_seconds_count{method="GET",route="/json",service="hyper_floor",status_class="2xx"}"#;
+    assert_eq!(value(&text, series), 80.0);
+}
+
 #[test]
 fn args() {
     use hyper_floor::{parse_args, Options};
     let a = |v: &[&str]| parse_args(v.iter().map(|s| s.to_string()));
-    assert_eq!(a(&[]), Ok(Some(Options { host: "127.0.0.1".into(), port: 0 })));
+    assert_eq!(a(&[]), Ok(Some(Options { host: "127.0.0.1".into(), port: 0, metrics: false })));
     assert_eq!(
         a(&["--host", "0.0.0.0", "--port=8080"]),
-        Ok(Some(Options { host: "0.0.0.0".into(), port: 8080 }))
+        Ok(Some(Options { host: "0.0.0.0".into(), port: 8080, metrics: false }))
     );
+    assert_eq!(a(&["--metrics"]), Ok(Some(Options { host: "127.0.0.1".into(), port: 0, metrics: true })));
+    assert!(a(&["--metrics=yes"]).unwrap_err().contains("takes no value"));
     assert_eq!(a(&["--help"]), Ok(None));
     assert!(a(&["--port", "70000"]).unwrap_err().contains("not a port number"));
     assert!(a(&["--port"]).unwrap_err().contains("needs a value"));

@@ -22,35 +22,37 @@ __all__ = ["Histogram", "Counter", "Gauge"]
 class _Family:
     """Accumulates by key; ``labels_of(key)`` turns a key into the exposed label values at flush time."""
 
-    def __init__(self, metric, labels_of: Callable[[tuple], Sequence[str]] | None, threadsafe: bool):
+    def __init__(self, metric, labels_of: Callable[[tuple], Sequence[str]] | None, threadsafe: bool, lock=None):
         self.metric = metric
         self._labels_of = labels_of
         self._acc: dict = {}
-        self._lock = threading.Lock() if threadsafe else None
+        #: held around recording and flushing when thread-safe (families recorded together may share one)
+        self.lock = lock if lock is not None else threading.Lock() if threadsafe else None
 
     def _child(self, key: tuple):
         values = self._labels_of(key) if self._labels_of is not None else key
         return self.metric.labels(*values) if values else self.metric
 
     def flush(self) -> None:
-        if self._lock is None:
+        if self.lock is None:
             acc, self._acc = self._acc, {}
         else:
-            with self._lock:
+            with self.lock:
                 acc, self._acc = self._acc, {}
         for key, value in acc.items():
             self._merge(self._child(key), value)
 
 
 class Histogram(_Family):
-    def __init__(self, metric, buckets: Sequence[float] = LATENCY_BUCKETS, labels_of=None, threadsafe=False):
-        super().__init__(metric, labels_of, threadsafe)
+    def __init__(self, metric, buckets: Sequence[float] = LATENCY_BUCKETS, labels_of=None, threadsafe=False,
+                 lock=None):
+        super().__init__(metric, labels_of, threadsafe, lock)
         self.bounds = tuple(buckets)
         self._n = len(self.bounds) + 1  # the +Inf bucket last, then the sum
-        if threadsafe:
-            self.observe = self._observe_locked
+        self.observe = self.record if self.lock is None else self._observe_locked
 
-    def observe(self, key: tuple, seconds: float) -> None:
+    def record(self, key: tuple, seconds: float) -> None:
+        """``observe`` without the lock: for a caller that holds ``lock`` already."""
         acc = self._acc.get(key)
         if acc is None:
             acc = self._acc[key] = [0] * self._n + [0.0]
@@ -58,8 +60,8 @@ class Histogram(_Family):
         acc[-1] += seconds
 
     def _observe_locked(self, key: tuple, seconds: float) -> None:
-        with self._lock:
-            Histogram.observe(self, key, seconds)
+        with self.lock:
+            self.record(key, seconds)
 
     def _merge(self, child, acc: list) -> None:
         buckets = child._buckets
@@ -79,7 +81,7 @@ class Counter(_Family):
         self._acc[key] = self._acc.get(key, 0) + amount
 
     def _inc_locked(self, key: tuple = (), amount: float = 1) -> None:
-        with self._lock:
+        with self.lock:
             Counter.inc(self, key, amount)
 
     def _merge(self, child, amount) -> None:

@@ -62,10 +62,11 @@ class Registry:
     # Asking twice for a family by the same name and kind returns the first one (the standard families of two
     # services in one process share their histogram); a different kind or label set is an error.
     def histogram(self, name: str, help: str, labelnames: Sequence[str] = (), *,
-                  buckets: Sequence[float] = LATENCY_BUCKETS, labels_of=None, threadsafe: bool = False) -> Histogram:
+                  buckets: Sequence[float] = LATENCY_BUCKETS, labels_of=None, threadsafe: bool = False,
+                  lock=None) -> Histogram:
         return self._family(Histogram, name, labelnames, lambda: Histogram(
             pc.Histogram(name, help, labelnames, buckets=buckets, registry=self.prometheus),
-            buckets, labels_of, threadsafe))
+            buckets, labels_of, threadsafe, lock))
 
     def counter(self, name: str, help: str, labelnames: Sequence[str] = (), *, labels_of=None,
                 threadsafe: bool = False) -> Counter:

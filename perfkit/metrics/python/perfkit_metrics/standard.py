@@ -64,16 +64,31 @@ class HotPaths:
 
 
 class ClientRequests:
-    """``http_client_request_duration_seconds`` and ``http_client_stage_duration_seconds`` (thread-safe)."""
+    """``http_client_request_duration_seconds`` and ``http_client_stage_duration_seconds`` (thread-safe: both
+    families share one lock, so ``observe_request`` records a request and its stages under one acquisition)."""
 
     def __init__(self, registry, service: str):
         self.service = service
         self._requests = registry.histogram(*CLIENT, labels_of=_client_labels, threadsafe=True)
-        self._stages = registry.histogram(*CLIENT_STAGE, threadsafe=True)
+        self._lock = self._requests.lock
+        self._stages = registry.histogram(*CLIENT_STAGE, lock=self._lock)
+        self._stage_keys = tuple((service, name) for name in STAGES)
 
     def observe(self, method: str, host: str, status: int, seconds: float) -> None:
         """One request: ``host`` as ``host:port`` (``labels.host_label(url)``), status 0 when no response came."""
-        self._requests.observe((self.service, method, host, status), seconds)
+        with self._lock:
+            self._requests.record((self.service, method, host, status), seconds)
 
     def stage(self, stage: str, seconds: float) -> None:
-        self._stages.observe((self.service, stage), seconds)
+        with self._lock:
+            self._stages.record((self.service, stage), seconds)
+
+    def observe_request(self, method: str, host: str, status: int, seconds: float, stages=None) -> None:
+        """``observe`` and the stages at once; ``stages`` in ``STAGES`` order, None for a stage not seen."""
+        with self._lock:
+            self._requests.record((self.service, method, host, status), seconds)
+            if stages is not None:
+                record = self._stages.record
+                for key, value in zip(self._stage_keys, stages):
+                    if value is not None:
+                        record(key, value)

@@ -131,3 +131,17 @@ def test_workers_add_up_in_multiprocess_mode(tmp_path):
         del os.environ["PROMETHEUS_MULTIPROC_DIR"]
     assert count(body, "http_server_request_duration_seconds_count", service="svc", route="/", method="GET",
                  status_class="2xx") == 7
+
+
+def test_a_request_and_its_stages_recorded_at_once():
+    reg = Registry()
+    client = reg.http_client("cli")
+    client.observe_request("GET", "h:443", 200, 0.02, (0.000001, 0.001, 0.004, 0.01, 0.002, None))
+    client.observe_request("GET", "h:443", 0, 0.5, None)
+    body = reg.exposition()[0]
+    assert count(body, "http_client_request_duration_seconds_count", service="cli", method="GET", host="h:443",
+                 status_class="2xx") == 1
+    assert count(body, "http_client_request_duration_seconds_count", service="cli", method="GET", host="h:443",
+                 status_class="error") == 1
+    assert count(body, "http_client_stage_duration_seconds_sum", service="cli", stage="tls") == 0.004
+    assert ("http_client_stage_duration_seconds_count", (("service", "cli"), ("stage", "decode"))) not in samples(body)

@@ -47,6 +47,7 @@ struct ServerConfig
     uint lingerMs = 2_000;            /// after a closing response, wait for the peer's FIN
     uint maxConnections = 20_000;     /// over all workers; more get 503 and are closed
     int backlog = 4096;
+    bool metrics = true;              /// false: the request path records nothing (--no-metrics)
 }
 
 private enum size_t readChunk = 4096;       // a connection's own read buffer: initial size, growth step
@@ -108,7 +109,7 @@ private ulong nsSince(MonoTime t0) @nogc nothrow
 void publishGcCounter() @nogc nothrow
 {
     if (currentWorker !is null)
-        atomicStore!(MemoryOrder.raw)(currentWorker.metrics.gcAllocated, gcAllocatedInThisThread());
+        publishGc(currentWorker.metrics);
 }
 
 private Worker* currentWorker; // thread-local
@@ -132,7 +133,7 @@ struct Worker
     Buffer scratchIn;   // shared input buffer: requests that arrive whole never touch the connection's
     Buffer scratchOut;  // shared output buffer: written out before the worker moves on
     long nowMs;
-    uint hotTick;       // requests parsed; every hotSampleEvery-th is timed (the first one too)
+    bool record;        // cfg.metrics: time requests and sample hot paths (metrics.sampler: one in 64)
     bool hotWrite;      // the batch being built holds a timed request: time its write
     bool shuttingDown;
     bool listenerPaused;
@@ -167,6 +168,7 @@ struct Worker
     void run()
     {
         currentWorker = &this;
+        record = cfg.metrics;
         epoll_event[256] events;
         nowMs = monoMs();
         long lastSweep = nowMs;
@@ -242,7 +244,7 @@ private:
             if (atomicOp!"+="(liveConnections, 1) > cfg.maxConnections)
             {
                 atomicOp!"-="(liveConnections, 1);
-                atomicOp!"+="(metrics.rejected, 1);
+                connectionRejected(metrics);
                 write(fd, busyResponse.ptr, busyResponse.length);
                 shutdown(fd, SHUT_WR);
                 close(fd);
@@ -259,8 +261,7 @@ private:
             }
             c.fd = fd;
             c.lastActivityMs = nowMs;
-            atomicOp!"+="(metrics.accepted, 1);
-            atomicOp!"+="(metrics.connections, 1);
+            connectionAccepted(metrics);
             epoll_event ev;
             ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
             ev.data.ptr = c;
@@ -310,7 +311,7 @@ private:
         close(c.fd); // also removes it from the epoll set
         c.fd = -1;
         atomicOp!"-="(liveConnections, 1);
-        atomicOp!"-="(metrics.connections, 1);
+        connectionClosed(metrics);
         // unlink: move the last connection into this slot
         auto last = conns[--nconns];
         conns[c.slot] = last;
@@ -443,15 +444,15 @@ private:
                 break;
             size_t len = inb.len - start;
             // hot-path sample: this request is timed (parse, handle, the batch's write)
-            const timed = (hotTick & (hotSampleEvery - 1)) == 0;
+            const timed = record && metrics.sampler.due();
             MonoTime t0;
             if (timed)
                 t0 = MonoTime.currTime;
             const st = c.parser.parse(inb.ptr + start, len, req);
             inb.len = start + len; // chunked decoding may have squeezed the tail
-            if (st != ParseStatus.needMore)
+            if (st != ParseStatus.needMore && record)
             {
-                hotTick++;
+                metrics.sampler.advance();
                 if (timed)
                 {
                     observeHot(metrics, Hotpath.parse, nsSince(t0));
@@ -518,7 +519,7 @@ private:
 
     void dispatch(Connection* c, Buffer* outb, bool timed)
     {
-        const t0 = monoNs();
+        const t0 = record ? monoNs() : 0;
         auto res = Response(outb, req.method == Method.HEAD, req.keepAlive && !shuttingDown);
         const m = router.match(req.method, req.path, params);
         size_t label;
@@ -527,7 +528,7 @@ private:
             router.routes[m.route].handler(req, res, params);
             if (!res.done)
                 res.send(500, "text/plain", "handler sent no response\n");
-            label = m.route;
+            label = routeLabel(m.route);
         }
         else
         {
@@ -537,8 +538,10 @@ private:
             else
                 res.send(404, "text/plain", "not found\n");
         }
+        if (!record)
+            return;
         const ns = monoNs() - t0;
-        observe(metrics, label, req.method, res.status, ns);
+        observe(metrics, label, req.method, req.methodText, res.status, ns);
         if (timed) // the same interval: router + handler building the response
             observeHot(metrics, Hotpath.handle, ns);
     }
@@ -551,7 +554,8 @@ private:
         res.put(reason);
         res.putChar('\n');
         res.finish();
-        observe(metrics, invalidRoute(), Method.OTHER, status, 0);
+        if (record)
+            observe(metrics, invalidRoute(), Method.OTHER, null, status, 0);
         c.closeAfterWrite = true;
         c.rbuf.len = c.rconsumed = 0;
         c.inRequest = false;
@@ -738,7 +742,7 @@ private:
             else
                 bufBytes += c.rbuf.cap + c.wbuf.cap;
         }
-        atomicStore!(MemoryOrder.raw)(metrics.bufferBytes, bufBytes);
+        setBufferBytes(metrics, bufBytes);
         publishGcCounter();
     }
 
