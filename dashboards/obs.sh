@@ -71,7 +71,8 @@ echo "Prometheus  http://127.0.0.1:$prom_port/   (targets: /targets, rules: /rul
 
 echo "Dashboards  dashboards/grafana/dashboards/*.json: import them into a Grafana that reads this Prometheus"
 echo "Services scraped on their default ports: aquilia_app :8081, rpc_app :8082, aurora_app :8083,"
-echo "perfkit-load with --metrics-addr 127.0.0.1:9464. Ctrl-C stops it."
+echo "perfkit-load with --metrics-addr 127.0.0.1:9464 (prometheus/targets/defaults.yml), and what the bench"
+echo "names with --prom-sd-dir $prom_dir/sd. Ctrl-C stops it."
 echo "obs: ready"
 
 while true; do

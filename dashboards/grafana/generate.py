@@ -112,7 +112,7 @@ def ts(ids: _Ids, title: str, unit: str, targets, description: str = "", *, stac
     return p
 
 
-def hm(ids: _Ids, title: str, expr: str, description: str, width: int = 12) -> heatmap.Panel:
+def hm(ids: _Ids, title: str, expr: str, description: str, width: int = 12, cell_unit: str = "reqps") -> heatmap.Panel:
     return (heatmap.Panel().id(ids()).title(title).description(description).datasource(DS).unit("s")
             .span(width).height(8)
             .with_target(_query(expr, "{{le}}", "A", pm.PromQueryFormat.HEATMAP))
@@ -120,7 +120,7 @@ def hm(ids: _Ids, title: str, expr: str, description: str, width: int = 12) -> h
             .y_axis(heatmap.YAxisConfig().unit("s"))
             .color(heatmap.HeatmapColorOptions().mode(heatmap_models.HeatmapColorMode.SCHEME).scheme("Oranges")
                    .scale(heatmap_models.HeatmapColorScale.EXPONENTIAL).exponent(0.5).steps(64))
-            .cell_values(heatmap.CellValues().unit("reqps"))
+            .cell_values(heatmap.CellValues().unit(cell_unit))
             .show_tooltip().show_y_histogram().show_legend())
 
 
@@ -180,6 +180,16 @@ def overview() -> dashboard.Dashboard:
     d = d.with_panel(ts(ids, "Scrape targets up", "bool_yes_no", [
         ("up", "{{job}} {{instance}}"),
     ], "1 when Prometheus scraped the target at its last attempt.", min0=False))
+    d = d.with_row(row(ids, "SLO error-budget burn rate"))
+    for slo, metric, budget, what in (
+            ("Availability", "http_server_errors", "0.001", "99.9 % of requests not answered 5xx"),
+            ("Latency", "http_server_slow_requests", "0.01", "99 % of requests within 100 ms")):
+        d = d.with_panel(ts(ids, f"{slo} SLO: burn rate over 1h and 6h", "short", [
+            (f"service:{metric}:ratio_rate1h / {budget}", "{{service}} 1h"),
+            (f"service:{metric}:ratio_rate6h / {budget}", "{{service}} 6h"),
+        ], f"{slo} SLO ({what}): the share of bad requests over the error budget ({budget}). 1 spends the budget "
+           "exactly over 30 days; the page alerts fire at 14.4 over 1h (and 5m) and at 6 over 6h (and 30m), "
+           "when the short window holds at least 100 requests (dashboards/README.md, Alerts)."))
     return d
 
 
@@ -223,11 +233,27 @@ def service_dashboard(s: Service) -> dashboard.Dashboard:
         ], "Share of calls answered with a JSON-RPC error object."))
         d = d.with_panel(hm(ids, "Dispatch latency heatmap",
                             f'sum by (le) (rate(perfkit_hotpath_duration_seconds_bucket{{{sel},hotpath="dispatch"}}[$__rate_interval]))',
-                            "Sampled calls per latency bucket of the dispatch stage (the method itself). "
-                            "rpc_app exports no whole-call histogram; the load engine's corrected latency "
-                            "is on the load-run dashboard."))
+                            "Sampled calls per latency bucket of the dispatch stage (the method itself); the "
+                            "whole call is in the call-latency panels, the load engine's corrected latency "
+                            "on the load-run dashboard."))
     for title, unit, targets in s.extra:
         d = d.with_panel(ts(ids, title, unit, targets, f"{s.name}-specific metrics."))
+    if s.kind == "rpc":
+        d = d.with_row(row(ids, "Call latency (rpc_call_duration_seconds)"))
+        d = d.with_panel(ts(ids, "Call latency by method: p50 / p99", "s", [
+            (f"histogram_quantile(0.5, sum by (method, le) "
+             f"(rate(rpc_call_duration_seconds_bucket{{{sel}}}[$__rate_interval])))", "{{method}} p50"),
+            (f"histogram_quantile(0.99, sum by (method, le) "
+             f"(rate(rpc_call_duration_seconds_bucket{{{sel}}}[$__rate_interval])))", "{{method}} p99"),
+        ], "Whole-call duration per JSON-RPC method (rpc_call_duration_seconds, labels service and method), "
+           "interpolated from the buckets (25 µs … 10 s)."))
+        d = d.with_panel(ts(ids, "Calls/s by method (call histogram)", "reqps", [
+            (f"sum by (method) (rate(rpc_call_duration_seconds_count{{{sel}}}[$__rate_interval]))", "{{method}}"),
+        ], "Calls/s per method as the call histogram counts them: the number of calls behind the percentiles."))
+        d = d.with_panel(hm(ids, "Call latency heatmap",
+                            f"sum by (le) (rate(rpc_call_duration_seconds_bucket{{{sel}}}[$__rate_interval]))",
+                            "Calls per latency bucket over time (all methods), straight from the buckets.",
+                            width=24))
     d = d.with_row(row(ids, "Hot paths"))
     hp = ", ".join(s.hotpaths)
     d = d.with_panel(ts(ids, "Hot-path p99", "s", [
@@ -293,8 +319,64 @@ def load_run() -> dashboard.Dashboard:
     return d
 
 
+def http_client() -> dashboard.Dashboard:
+    ids = _Ids()
+    sel = 'service=~"$service",host=~"$host",method=~"$method"'
+    ssel = 'service=~"$service"'
+    req = "http_client_request_duration_seconds"
+    stage = "http_client_stage_duration_seconds"
+    d = _dashboard("perfmono-http-client", "perfmono: HTTP clients",
+                   "Outgoing HTTP requests of any service instrumented with the kit's client histograms: rate by "
+                   "status class, latency per host, and where the time goes (pool wait, connect, TLS, time to "
+                   "first byte, transfer, decode).")
+    d = d.with_variable(_query_variable("service", "Service", f"label_values({req}_count, service)"))
+    d = d.with_variable(_query_variable("host", "Host", f'label_values({req}_count{{{ssel}}}, host)'))
+    d = d.with_variable(_query_variable("method", "Method",
+                                        f'label_values({req}_count{{{ssel},host=~"$host"}}, method)'))
+    d = d.with_row(row(ids, "Requests"))
+    d = d.with_panel(ts(ids, "Requests by status class", "reqps", [
+        (f"sum by (status_class) (rate({req}_count{{{sel}}}[$__rate_interval]))", "{{status_class}}"),
+    ], "Requests/s by the class of the answer; `error` is no answer at all (refused, reset, timed out).",
+        stack=True))
+    d = d.with_panel(ts(ids, "Failed requests", "percentunit", [
+        (f'(sum(rate({req}_count{{{sel},status_class=~"5xx|error"}}[$__rate_interval])) '
+         f"or 0 * sum(rate({req}_count{{{sel}}}[$__rate_interval]))) "
+         f"/ sum(rate({req}_count{{{sel}}}[$__rate_interval]))", "5xx or no answer"),
+    ], "Share of requests answered 5xx or not answered (status class `error`)."))
+    d = d.with_panel(ts(ids, "Latency by host: p50 / p99", "s", [
+        (f"histogram_quantile(0.5, sum by (host, le) (rate({req}_bucket{{{sel}}}[$__rate_interval])))",
+         "{{host}} p50"),
+        (f"histogram_quantile(0.99, sum by (host, le) (rate({req}_bucket{{{sel}}}[$__rate_interval])))",
+         "{{host}} p99"),
+    ], "Client-side request duration per host (host:port), from the request's start to its body read, "
+       "interpolated from the buckets (25 µs … 10 s)."))
+    d = d.with_panel(ts(ids, "Request rate by host and method", "reqps", [
+        (f"sum by (host, method) (rate({req}_count{{{sel}}}[$__rate_interval]))", "{{host}} {{method}}"),
+    ], "Requests/s per host and method."))
+    d = d.with_panel(hm(ids, "Request latency heatmap",
+                        f"sum by (le) (rate({req}_bucket{{{sel}}}[$__rate_interval]))",
+                        "Requests per latency bucket over time (the selected services, hosts and methods), "
+                        "straight from the buckets.", width=24))
+    d = d.with_row(row(ids, "Stages (per service: the stage histogram has no host or method)"))
+    d = d.with_panel(ts(ids, "Stage time per request", "s", [
+        (f"sum by (service, stage) (rate({stage}_sum{{{ssel}}}[$__rate_interval])) / on (service) group_left () "
+         f"sum by (service) (rate({req}_count{{{ssel}}}[$__rate_interval]))", "{{service}} {{stage}}"),
+    ], "Time spent in each stage per request, averaged over all requests (a stage that few requests go through, "
+       "such as connect with a warm pool, weighs little): stacked, about the mean request duration.",
+        stack=True))
+    d = d.with_panel(ts(ids, "Stage p99", "s", [
+        (f"histogram_quantile(0.99, sum by (stage, le) (rate({stage}_bucket{{{ssel}}}[$__rate_interval])))",
+         "{{stage}}"),
+    ], "p99 of each stage over the times it ran (pool_wait, connect, tls, ttfb, transfer, decode)."))
+    d = d.with_panel(ts(ids, "Stages/s", "ops", [
+        (f"sum by (stage) (rate({stage}_count{{{ssel}}}[$__rate_interval]))", "{{stage}}"),
+    ], "How often each stage ran: connect and tls at the rate of new connections (pool misses), the others "
+       "about once per request.", width=24))
+    return d
+
+
 def all_dashboards() -> dict[str, dashboard.Dashboard]:
-    out = {"overview": overview(), "load-run": load_run()}
+    out = {"overview": overview(), "load-run": load_run(), "http-client": http_client()}
     for s in SERVICES:
         out[s.name.replace("_", "-")] = service_dashboard(s)
     return out

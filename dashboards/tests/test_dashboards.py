@@ -42,7 +42,7 @@ def test_check_mode_detects_drift(tmp_path):
 def test_the_expected_dashboards_exist():
     uids = {d["uid"] for d in DASHES.values()}
     assert uids == {"perfmono-overview", "perfmono-load", "perfmono-aquilia-app", "perfmono-rpc-app",
-                    "perfmono-aurora-app"}
+                    "perfmono-aurora-app", "perfmono-http-client"}
     assert len({d["title"] for d in DASHES.values()}) == len(DASHES)
 
 
@@ -116,6 +116,58 @@ def test_every_service_dashboard_has_the_required_panels():
     for metric in ("perfkit_load_target_rate", "perfkit_load_achieved_rate", "perfkit_load_corrected_latency_seconds",
                    "perfkit_load_uncorrected_latency_seconds", "perfkit_load_requests_total"):
         assert metric in exprs, metric
+
+
+def _dash(uid):
+    return next(x for x in DASHES.values() if x["uid"] == uid)
+
+
+def _exprs(panel):
+    return " ".join(t["expr"] for t in panel["targets"])
+
+
+def test_the_client_dashboard():
+    """Variables service, host, method; rate by status class, p50/p99 per host, the stage breakdown; the request
+    histogram filtered by all three variables, the stage histogram (labels service, stage) by service only."""
+    d = _dash("perfmono-http-client")
+    assert [v["name"] for v in d["templating"]["list"]] == ["datasource", "service", "host", "method"]
+    panels = {p["title"]: p for p in query_panels(d)}
+    assert "by (status_class)" in _exprs(panels["Requests by status class"])
+    lat = _exprs(panels["Latency by host: p50 / p99"])
+    assert "histogram_quantile(0.5, sum by (host, le)" in lat and "histogram_quantile(0.99, sum by (host, le)" in lat
+    assert "http_client_stage_duration_seconds" in _exprs(panels["Stage time per request"])
+    for p in panels.values():
+        for t in p["targets"]:
+            if "http_client_request_duration_seconds" in t["expr"] and "stage" not in t["expr"]:
+                assert all(f'{v}=~"${v}"' in t["expr"] for v in ("service", "host", "method")), (p["title"], t["expr"])
+            if "http_client_stage_duration_seconds" in t["expr"]:
+                assert "$host" not in t["expr"] and "$method" not in t["expr"], (p["title"], t["expr"])
+
+
+def test_the_rpc_dashboard_reads_the_call_histogram():
+    panels = {p["title"]: p for p in query_panels(_dash("perfmono-rpc-app"))}
+    lat = _exprs(panels["Call latency by method: p50 / p99"])
+    assert "histogram_quantile(0.5, sum by (method, le) (rate(rpc_call_duration_seconds_bucket" in lat
+    assert "histogram_quantile(0.99, sum by (method, le) (rate(rpc_call_duration_seconds_bucket" in lat
+    assert "sum by (method) (rate(rpc_call_duration_seconds_count" in _exprs(panels["Calls/s by method (call histogram)"])
+
+
+def test_the_overview_names_no_service():
+    """A service that exposes the standard server histogram shows on the overview with no change here: its
+    queries group by service and select none (the end-to-end test proves it with a service no dashboard names)."""
+    for p in query_panels(_dash("perfmono-overview")):
+        for t in p["targets"]:
+            assert "service=" not in t["expr"] and "service!" not in t["expr"], (p["title"], t["expr"])
+
+
+def test_heatmaps_show_rates():
+    """Heatmap cells are in events/s (their unit says so): the buckets go through rate(), never raw counters."""
+    for d in DASHES.values():
+        for p in query_panels(d):
+            if p["type"] == "heatmap":
+                assert p["options"]["cellValues"]["unit"] == "reqps", p["title"]
+                for t in p["targets"]:
+                    assert re.search(r"^sum by \(le\) \(rate\([a-z_]+_bucket\{", t["expr"]), (p["title"], t["expr"])
 
 
 def test_recorded_series_used_by_panels_exist():

@@ -29,7 +29,7 @@ import tempfile
 
 from . import compare as compare_mod
 from . import gate as gate_mod
-from . import history, procs, report_html, report_md, results
+from . import history, procs, promsd, report_html, report_md, results
 from . import paired as paired_mod
 from .clients import ClientRun
 from .loadgen import engine_version
@@ -131,8 +131,24 @@ def bench_parser() -> argparse.ArgumentParser:
                    help="where a binary named in the scenarios (${bin:NAME}) or perfkit-load is")
     p.add_argument("--metrics-addr", metavar="HOST:PORT",
                    help="serve the load engine's live Prometheus metrics there during every run")
+    p.add_argument("--prom-sd-dir", metavar="DIR",
+                   help="write Prometheus target files there (file_sd): one per running system with a metrics URL "
+                        "and one per load run (which then serves its metrics, on --metrics-addr or a free port), "
+                        f"labels job and service; default ${promsd.ENV}; unset: none "
+                        "(dashboards/prometheus/prometheus.yml reads dashboards/prometheus/sd)")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     return p
+
+
+def sd_dir_error(path: str) -> str | None:
+    """Why target files cannot be written to ``path`` (created if missing), or None."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, suffix=".tmp"):
+            pass
+    except OSError as e:
+        return f"--prom-sd-dir {path}: cannot write there: {e.strerror or e}"
+    return None
 
 
 def list_scenarios(reg: Registry) -> str:
@@ -209,6 +225,11 @@ def run_bench(argv: list[str]) -> int:
     if a.metrics_addr and (err := metrics_addr_error(a.metrics_addr)):
         print(f"perfkit: error: {err}", file=sys.stderr)
         return 2
+    sd_dir = promsd.directory(a.prom_sd_dir)
+    sd_dir = _user_path(sd_dir) if sd_dir else None
+    if sd_dir and (err := sd_dir_error(sd_dir)):
+        print(f"perfkit: error: {err}", file=sys.stderr)
+        return 2
     preset = SUITES[a.suite]
     bins = resolve_bins(dict(a.bin))
     load_bin, err = _load_engine(bins)
@@ -224,7 +245,7 @@ def run_bench(argv: list[str]) -> int:
         warmup=preset["warmup"] if a.warmup is None else max(0.0, a.warmup),
         repeat=a.repeat or preset["repeat"],
         search_steps=preset["search_steps"] if a.search_steps is None else a.search_steps, load_bin=load_bin, bins=bins, peers_dir=PEERS_DIR,
-        sut_cpus=sut, load_cpus=load, metrics_addr=a.metrics_addr, work_dir=work)
+        sut_cpus=sut, load_cpus=load, metrics_addr=a.metrics_addr, prom_sd_dir=sd_dir, work_dir=work)
     doc = results.new_document(
         a.suite,
         {"duration_s": settings.duration, "probe_s": settings.probe, "warmup_s": settings.warmup,

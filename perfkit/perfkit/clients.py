@@ -166,8 +166,7 @@ class ClientRun:
                         self.progress.note(f"{c.name}: {res['rps']:,.0f} req/s, p99 {res['latency_us']['p99']} us")
                         wrec["results"] = {n: self._summarise(v) for n, v in per.items() if v}
         finally:
-            if server.proc:
-                server.proc.stop()
+            server.stop()
             self.record["server"] = server.record()
             states = [r["status"] for r in sysrec.values()]
             if self.record["status"] == "ok" and "failed" in states:

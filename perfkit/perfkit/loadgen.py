@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import tempfile
 
+from . import promsd
 from .procs import Proc, StartError
 
 
@@ -32,8 +34,12 @@ def engine_version(binary: str) -> str:
 def run(binary: str, url: str, *, mode: str = "http", method: str = "GET", body: str | None = None,
         headers: tuple[str, ...] = (), connections: int = 16, duration: float = 2.0, warmup: float = 0.0,
         rate: float | None = None, cpus: str | None = None, scenario: str = "default",
-        metrics_addr: str | None = None, timeout_s: float = 2.0) -> dict:
-    """Run the engine once: closed loop when ``rate`` is None (``--max``), else constant rate."""
+        metrics_addr: str | None = None, timeout_s: float = 2.0, sd_dir: str | None = None,
+        service: str = "") -> dict:
+    """Run the engine once: closed loop when ``rate`` is None (``--max``), else constant rate.
+
+    With ``metrics_addr`` and ``sd_dir``, a Prometheus target file names the run's metrics address with the labels
+    job=perfkit_load and service=``service`` (the system it aims at) while the engine runs (promsd)."""
     fd, out_path = tempfile.mkstemp(prefix="perfkit-load-", suffix=".json")
     os.close(fd)
     # --drain: the answers still in flight at the end are waited for (briefly), so a healthy run does not
@@ -54,9 +60,17 @@ def run(binary: str, url: str, *, mode: str = "http", method: str = "GET", body:
     if metrics_addr:
         cmd += ["--metrics-addr", metrics_addr]
     cmd.append(url)
+    sd = None
+    if metrics_addr and sd_dir:
+        try:
+            sd = promsd.register_load(sd_dir, metrics_addr, service or "unknown")
+        except OSError as e:  # monitoring is a bystander: the run goes on
+            print(f"perfkit: no Prometheus target file for the load run: {e}", file=sys.stderr)
     try:
         proc = Proc("perfkit-load", cmd, cpus=cpus)
     except StartError as e:
+        if sd:
+            sd.remove()
         raise LoadError(str(e)) from None
     try:
         try:
@@ -72,6 +86,8 @@ def run(binary: str, url: str, *, mode: str = "http", method: str = "GET", body:
             raise LoadError(f"perfkit-load wrote no readable JSON result: {e}") from None
     finally:
         proc.stop()
+        if sd:
+            sd.remove()
         for p in (out_path, proc.log_path):
             try:
                 os.unlink(p)

@@ -30,7 +30,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 
-from . import loadgen, promtext, stats
+from . import loadgen, promsd, promtext, stats
 from .procs import Proc, StartError, free_port, wait_ready
 from .scenarios import Scenario, System, Version, Workload, substitute
 
@@ -53,6 +53,8 @@ class Settings:
     sut_cpus: str | None = None
     load_cpus: str | None = None
     metrics_addr: str | None = None
+    # Prometheus target files (promsd): a file per running system with a metrics URL and per load run
+    prom_sd_dir: str | None = None
     work_dir: str = ""
 
 
@@ -95,6 +97,15 @@ class Started:
         self.log_tail = ""
         self.version = ""
         self.command: list[str] = []
+        self.sd: promsd.Registration | None = None  # its Prometheus target file, while it runs
+
+    def stop(self) -> None:
+        """Withdraw the target file (Prometheus stops scraping it rather than see it down), then stop it."""
+        if self.sd:
+            self.sd.remove()
+            self.sd = None
+        if self.proc:
+            self.proc.stop()
 
     def fail(self, msg: str, tail: str = "") -> None:
         self.status, self.error = "failed", msg
@@ -128,6 +139,7 @@ def start_system(st: Started, settings: Settings, cpus: str | None) -> None:
             wait_ready(s.name, s.ready, s.ready_timeout_s)
         except StartError as e:
             st.fail(str(e))
+        _register_target(st, settings)
         return
     try:
         cmd = [substitute(c, st.values, settings.bins) for c in s.command]
@@ -151,6 +163,18 @@ def start_system(st: Started, settings: Settings, cpus: str | None) -> None:
         st.proc.sample()
     except StartError as e:
         st.fail(str(e), e.log_tail)
+    _register_target(st, settings)
+
+
+def _register_target(st: Started, settings: Settings) -> None:
+    """With ``settings.prom_sd_dir``: a Prometheus target file for a ready system that has a metrics URL."""
+    if not (settings.prom_sd_dir and st.ok and st.system.metrics):
+        return
+    try:
+        url = substitute(st.system.metrics, st.values, settings.bins)
+        st.sd = promsd.register_system(settings.prom_sd_dir, st.system.name, url)
+    except (OSError, ValueError, KeyError) as e:  # monitoring is a bystander: the bench goes on
+        print(f"perfkit: no Prometheus target file for {st.system.name}: {e}", file=sys.stderr)
 
 
 def workload_url(st: Started, w: Workload) -> str:
@@ -215,8 +239,7 @@ class ServerRun:
                 self._workload(w)
         finally:
             for st in self.started:
-                if st.proc:
-                    st.proc.stop()
+                st.stop()
             self.record["systems"] = [st.record() for st in self.started]
             if any(not st.ok for st in self.started):
                 self.record["status"] = "partial" if any(st.ok for st in self.started) else "failed"
@@ -230,7 +253,8 @@ class ServerRun:
             res = loadgen.run(s.load_bin, workload_url(st, w), mode=w.mode, method=w.method, body=w.body,
                               headers=w.headers, connections=w.connections, duration=duration, warmup=warmup,
                               rate=rate, cpus=s.load_cpus, scenario=f"{self.sc.name}/{w.name}/{st.system.name}",
-                              metrics_addr=s.metrics_addr)
+                              metrics_addr=s.metrics_addr or (f"127.0.0.1:{free_port()}" if s.prom_sd_dir else None),
+                              sd_dir=s.prom_sd_dir, service=st.system.name)
         except loadgen.LoadError as e:
             if self._check_alive(st):
                 st.fail(f"load run failed: {e}")

@@ -60,7 +60,8 @@ class Registry:
 
     # -- families ---------------------------------------------------------------------------------------------
     # Asking twice for a family by the same name and kind returns the first one (the standard families of two
-    # services in one process share their histogram); a different kind or label set is an error.
+    # services in one process share their histogram; the first request decides whether it is thread-safe); a
+    # different kind or label set is an error.
     def histogram(self, name: str, help: str, labelnames: Sequence[str] = (), *,
                   buckets: Sequence[float] = LATENCY_BUCKETS, labels_of=None, threadsafe: bool = False,
                   lock=None) -> Histogram:
@@ -78,11 +79,11 @@ class Registry:
         return self._family(Gauge, name, labelnames, lambda: Gauge(
             pc.Gauge(name, help, labelnames, registry=self.prometheus, multiprocess_mode=multiprocess_mode)))
 
-    def http_server(self, service: str) -> ServerRequests:
-        return ServerRequests(self, service)
+    def http_server(self, service: str, *, threadsafe: bool = False) -> ServerRequests:
+        return ServerRequests(self, service, threadsafe)
 
-    def hotpaths(self, service: str, sample_every: int = 64) -> HotPaths:
-        return HotPaths(self, service, sample_every)
+    def hotpaths(self, service: str, sample_every: int = 64, *, threadsafe: bool = False) -> HotPaths:
+        return HotPaths(self, service, sample_every, threadsafe)
 
     def http_client(self, service: str) -> ClientRequests:
         return ClientRequests(self, service)

@@ -30,11 +30,12 @@ def _client_labels(key: tuple) -> tuple:
 
 
 class ServerRequests:
-    """``http_server_request_duration_seconds``: call ``observe`` once per request with the route template."""
+    """``http_server_request_duration_seconds``: call ``observe`` once per request with the route template.
+    ``threadsafe=True`` for a server that handles requests on several threads."""
 
-    def __init__(self, registry, service: str):
+    def __init__(self, registry, service: str, threadsafe: bool = False):
         self.service = service
-        self._observe = registry.histogram(*SERVER, labels_of=_server_labels).observe
+        self._observe = registry.histogram(*SERVER, labels_of=_server_labels, threadsafe=threadsafe).observe
 
     def observe(self, route: str, method: str, status: int, seconds: float) -> None:
         self._observe((self.service, route, method, status), seconds)
@@ -47,13 +48,13 @@ class HotPaths:
     not sampled pay one integer test; ``sampled()`` is the same test with a counter kept here.
     """
 
-    def __init__(self, registry, service: str, sample_every: int = 64):
+    def __init__(self, registry, service: str, sample_every: int = 64, threadsafe: bool = False):
         if sample_every < 1 or sample_every & (sample_every - 1):
             raise ValueError("sample_every must be a power of two")
         self.service = service
         self.sample_mask = sample_every - 1
         self._n = 0
-        self._observe = registry.histogram(*HOTPATH).observe
+        self._observe = registry.histogram(*HOTPATH, threadsafe=threadsafe).observe
 
     def sampled(self) -> bool:
         self._n = n = self._n + 1
