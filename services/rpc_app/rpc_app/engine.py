@@ -156,10 +156,10 @@ class Engine:
         if metrics is not None:
             metrics.attach(self)
             self._mask = metrics.sample_mask
-            self._time_call = metrics.observe_call
+            self._call_timers: dict | None = {}  # spec -> observe(seconds) of its rpc_call_duration_seconds
         else:
             self._mask = -1  # never sample
-            self._time_call = None
+            self._call_timers = None
 
     # -- public ---------------------------------------------------------------------
     def handle(self, data, session=None):
@@ -328,17 +328,17 @@ class Engine:
             args = (getattr(session, "owner", None), *args)
         if spec.sync_plain and self._inline_sync:
             # the common case: a sync method without context or middleware
-            timed = self._time_call
-            t0 = perf_counter() if timed is not None else 0.0
+            timers = self._call_timers
+            t0 = perf_counter() if timers is not None else 0.0
             try:
                 result = spec.func(*args, **kwargs) if kwargs else spec.func(*args)
             except Exception as exc:
-                if timed is not None:
-                    timed((spec.name,), perf_counter() - t0)
+                if timers is not None:
+                    (timers.get(spec) or self._call_timer(spec))(perf_counter() - t0)
                 return self._error_out(self._method_error(spec, exc), rid, notification, in_batch)
             spec.calls_ok += 1
-            if timed is not None:
-                timed((spec.name,), perf_counter() - t0)
+            if timers is not None:
+                (timers.get(spec) or self._call_timer(spec))(perf_counter() - t0)
             return None if notification else (rid, result)
         ctx = None
         if spec.ctx_param is not None or self.mw.active:
@@ -359,12 +359,12 @@ class Engine:
 
     def _run_sync_inline(self, spec, args, kwargs, rid, notification, ctx, params, in_batch):
         """A sync method with middleware or an RpcContext, on the event loop."""
-        if self._time_call is not None:
+        if self._call_timers is not None:
             t0 = perf_counter()
             try:
                 return self._run_sync_inline_untimed(spec, args, kwargs, rid, notification, ctx, params, in_batch)
             finally:
-                self._time_call((spec.name,), perf_counter() - t0)
+                (self._call_timers.get(spec) or self._call_timer(spec))(perf_counter() - t0)
         return self._run_sync_inline_untimed(spec, args, kwargs, rid, notification, ctx, params, in_batch)
 
     def _run_sync_inline_untimed(self, spec, args, kwargs, rid, notification, ctx, params, in_batch):
@@ -383,7 +383,7 @@ class Engine:
         return None if notification else (rid, result)
 
     async def _run_async(self, spec, args, kwargs, rid, notification, ctx, params, session, in_batch):
-        t0 = perf_counter() if self._time_call is not None else 0.0
+        t0 = perf_counter() if self._call_timers is not None else 0.0
         slots = session.slots if session is not None else None
         limit = spec.timeout or self.call_timeout
         task = None
@@ -420,8 +420,8 @@ class Engine:
         finally:
             if not notification and session is not None:
                 session.inflight_ids.pop((type(rid), rid), None)
-            if self._time_call is not None:
-                self._time_call((spec.name,), perf_counter() - t0)
+            if self._call_timers is not None:
+                (self._call_timers.get(spec) or self._call_timer(spec))(perf_counter() - t0)
 
     def _invoke(self, spec, args, kwargs, ctx, params):
         """The method's awaitable (a coroutine of the method itself when nothing else is needed)."""
@@ -587,6 +587,10 @@ class Engine:
             await self.mw.arun_after(ctx, result, err)
         except Exception:
             log.exception("after_call middleware raised")
+
+    def _call_timer(self, spec):
+        timer = self._call_timers[spec] = self.metrics.call_timer(spec.name)
+        return timer
 
     def _count(self, method: str, outcome: str) -> None:
         key = (method, outcome)

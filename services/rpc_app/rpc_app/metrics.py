@@ -47,10 +47,9 @@ class Metrics:
         hot = self.registry.hotpaths(SERVICE, sample_every)
         self.sample_mask = hot.sample_mask
         self.observe_hot = hot.observe
-        #: observe((method,), seconds)
-        self.observe_call = self.registry.histogram(
+        self._calls = self.registry.histogram(
             "rpc_call_duration_seconds", "JSON-RPC call duration in seconds, by method",
-            ("service", "method"), labels_of=_call_labels).observe
+            ("service", "method"), labels_of=_call_labels)
         self.open_connections = self.registry.gauge(
             "rpc_open_connections", "Open JSON-RPC connections", ("service",)).metric.labels(SERVICE)
         self.connections_total = self.registry.counter(
@@ -58,6 +57,10 @@ class Metrics:
         self._closed = self.registry.counter(
             "rpc_closed_connections", "Closed connections by reason", ("service", "reason")).metric
         self.registry.prometheus.register(_CallsCollector(self))
+
+    def call_timer(self, method: str):
+        """``observe(seconds)`` of one method's ``rpc_call_duration_seconds`` series (resolved once per method)."""
+        return self._calls.child((method,)).observe
 
     def closed(self, reason: str) -> None:
         self._closed.labels(SERVICE, reason).inc()

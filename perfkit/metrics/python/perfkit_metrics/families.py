@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 from .labels import LATENCY_BUCKETS
 
-__all__ = ["Histogram", "Counter", "Gauge"]
+__all__ = ["Histogram", "HistogramChild", "Counter", "Gauge"]
 
 
 class _Family:
@@ -48,14 +48,36 @@ class Histogram(_Family):
                  lock=None):
         super().__init__(metric, labels_of, threadsafe, lock)
         self.bounds = tuple(buckets)
-        self._n = len(self.bounds) + 1  # the +Inf bucket last, then the sum
+        self.slots = len(self.bounds) + 1  # the buckets, +Inf last; then the sum
         self.observe = self.record if self.lock is None else self._observe_locked
+        self._children: dict = {}  # key -> the slot list of a HistogramChild (flushed in place)
+
+    def child(self, key: tuple) -> "HistogramChild":
+        """The series of one key, resolved once: its ``observe(seconds)`` skips the key's tuple and dict lookup."""
+        acc = self._children.get(key)
+        if acc is None:
+            acc = self._children[key] = [0] * self.slots + [0.0]
+        return HistogramChild(self, acc)
+
+    def flush(self) -> None:
+        super().flush()
+        if self.lock is None:
+            self._flush_children()
+        else:
+            with self.lock:
+                self._flush_children()
+
+    def _flush_children(self) -> None:
+        for key, acc in self._children.items():
+            if any(acc):
+                counts, acc[:] = acc[:], [0] * self.slots + [0.0]
+                self._merge(self._child(key), counts)
 
     def record(self, key: tuple, seconds: float) -> None:
         """``observe`` without the lock: for a caller that holds ``lock`` already."""
         acc = self._acc.get(key)
         if acc is None:
-            acc = self._acc[key] = [0] * self._n + [0.0]
+            acc = self._acc[key] = [0] * self.slots + [0.0]
         acc[bisect_left(self.bounds, seconds)] += 1
         acc[-1] += seconds
 
@@ -65,10 +87,27 @@ class Histogram(_Family):
 
     def _merge(self, child, acc: list) -> None:
         buckets = child._buckets
-        for i in range(self._n):
+        for i in range(self.slots):
             if acc[i]:
                 buckets[i].inc(acc[i])
         child._sum.inc(acc[-1])
+
+
+class HistogramChild:
+    __slots__ = ("observe",)
+
+    def __init__(self, family: Histogram, acc: list):
+        bounds, lock = family.bounds, family.lock
+
+        def observe(seconds: float) -> None:
+            acc[bisect_left(bounds, seconds)] += 1
+            acc[-1] += seconds
+
+        def observe_locked(seconds: float) -> None:
+            with lock:
+                observe(seconds)
+
+        self.observe = observe if lock is None else observe_locked
 
 
 class Counter(_Family):

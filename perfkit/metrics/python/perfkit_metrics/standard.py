@@ -1,6 +1,8 @@
 """The standard families of SPEC.md: server requests, sampled hot paths, client requests and their stages."""
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from .labels import method_label, status_class
 
 __all__ = ["SERVER", "HOTPATH", "CLIENT", "CLIENT_STAGE", "STAGES", "ServerRequests", "HotPaths",
@@ -35,10 +37,19 @@ class ServerRequests:
 
     def __init__(self, registry, service: str, threadsafe: bool = False):
         self.service = service
-        self._observe = registry.histogram(*SERVER, labels_of=_server_labels, threadsafe=threadsafe).observe
+        self._h = h = registry.histogram(*SERVER, labels_of=_server_labels, threadsafe=threadsafe)
+        if h.lock is not None:
+            self.observe = lambda route, method, status, seconds: h.observe((service, route, method, status), seconds)
 
     def observe(self, route: str, method: str, status: int, seconds: float) -> None:
-        self._observe((self.service, route, method, status), seconds)
+        # Histogram.record inlined: the one call per request of every server, a Python call less (~60 ns)
+        h = self._h
+        key = (self.service, route, method, status)
+        acc = h._acc.get(key)
+        if acc is None:
+            acc = h._acc[key] = [0] * h.slots + [0.0]
+        acc[bisect_left(h.bounds, seconds)] += 1
+        acc[-1] += seconds
 
 
 class HotPaths:

@@ -145,3 +145,19 @@ def test_a_request_and_its_stages_recorded_at_once():
                  status_class="error") == 1
     assert count(body, "http_client_stage_duration_seconds_sum", service="cli", stage="tls") == 0.004
     assert ("http_client_stage_duration_seconds_count", (("service", "cli"), ("stage", "decode"))) not in samples(body)
+
+
+def test_a_resolved_child_records_into_its_series_across_flushes():
+    reg = Registry()
+    family = reg.histogram("job_seconds", "Jobs", ["queue"])
+    fast = family.child(("fast",))
+    fast.observe(0.001)
+    body = reg.exposition()[0]
+    assert count(body, "job_seconds_count", queue="fast") == 1
+    fast.observe(0.002)
+    fast.observe(20.0)
+    family.observe(("fast",), 0.003)  # the same series by key
+    body = reg.exposition()[0]
+    assert count(body, "job_seconds_count", queue="fast") == 4
+    assert count(body, "job_seconds_bucket", queue="fast", le="10.0") == 3
+    assert abs(count(body, "job_seconds_sum", queue="fast") - 20.006) < 1e-9
