@@ -96,6 +96,12 @@ def _refs(targets):
     return [_query(expr, legend, chr(ord("A") + i)) for i, (expr, legend) in enumerate(targets)]
 
 
+def p50_p99(histogram: str, by: str, sel: str) -> list:
+    """The p50 and p99 targets of a histogram per value of one label, interpolated from its buckets."""
+    return [(f"histogram_quantile({q}, sum by ({by}, le) (rate({histogram}_bucket{{{sel}}}[$__rate_interval])))",
+             f"{{{{{by}}}}} p{name}") for q, name in (("0.5", "50"), ("0.99", "99"))]
+
+
 def ts(ids: _Ids, title: str, unit: str, targets, description: str = "", *, stack: bool = False,
        width: int = 12, height: int = 8, min0: bool = True) -> timeseries.Panel:
     p = (timeseries.Panel().id(ids()).title(title).description(description).datasource(DS).unit(unit)
@@ -240,13 +246,10 @@ def service_dashboard(s: Service) -> dashboard.Dashboard:
         d = d.with_panel(ts(ids, title, unit, targets, f"{s.name}-specific metrics."))
     if s.kind == "rpc":
         d = d.with_row(row(ids, "Call latency (rpc_call_duration_seconds)"))
-        d = d.with_panel(ts(ids, "Call latency by method: p50 / p99", "s", [
-            (f"histogram_quantile(0.5, sum by (method, le) "
-             f"(rate(rpc_call_duration_seconds_bucket{{{sel}}}[$__rate_interval])))", "{{method}} p50"),
-            (f"histogram_quantile(0.99, sum by (method, le) "
-             f"(rate(rpc_call_duration_seconds_bucket{{{sel}}}[$__rate_interval])))", "{{method}} p99"),
-        ], "Whole-call duration per JSON-RPC method (rpc_call_duration_seconds, labels service and method), "
-           "interpolated from the buckets (25 µs … 10 s)."))
+        d = d.with_panel(ts(ids, "Call latency by method: p50 / p99", "s",
+                            p50_p99("rpc_call_duration_seconds", "method", sel),
+                            "Whole-call duration per JSON-RPC method (rpc_call_duration_seconds, labels service "
+                            "and method), interpolated from the buckets (25 µs … 10 s)."))
         d = d.with_panel(ts(ids, "Calls/s by method (call histogram)", "reqps", [
             (f"sum by (method) (rate(rpc_call_duration_seconds_count{{{sel}}}[$__rate_interval]))", "{{method}}"),
         ], "Calls/s per method as the call histogram counts them: the number of calls behind the percentiles."))
@@ -343,13 +346,9 @@ def http_client() -> dashboard.Dashboard:
          f"or 0 * sum(rate({req}_count{{{sel}}}[$__rate_interval]))) "
          f"/ sum(rate({req}_count{{{sel}}}[$__rate_interval]))", "5xx or no answer"),
     ], "Share of requests answered 5xx or not answered (status class `error`)."))
-    d = d.with_panel(ts(ids, "Latency by host: p50 / p99", "s", [
-        (f"histogram_quantile(0.5, sum by (host, le) (rate({req}_bucket{{{sel}}}[$__rate_interval])))",
-         "{{host}} p50"),
-        (f"histogram_quantile(0.99, sum by (host, le) (rate({req}_bucket{{{sel}}}[$__rate_interval])))",
-         "{{host}} p99"),
-    ], "Client-side request duration per host (host:port), from the request's start to its body read, "
-       "interpolated from the buckets (25 µs … 10 s)."))
+    d = d.with_panel(ts(ids, "Latency by host: p50 / p99", "s", p50_p99(req, "host", sel),
+                        "Client-side request duration per host (host:port), from the request's start to its body "
+                        "read, interpolated from the buckets (25 µs … 10 s)."))
     d = d.with_panel(ts(ids, "Request rate by host and method", "reqps", [
         (f"sum by (host, method) (rate({req}_count{{{sel}}}[$__rate_interval]))", "{{host}} {{method}}"),
     ], "Requests/s per host and method."))

@@ -100,30 +100,44 @@ struct ServerRequests
 ServerRequests httpServer(Registry reg, string service, const(string)[] routes)
 {
     auto f = reg.family(Kind.histogram, serverFamily, serverHelp, serverLabelNames);
-    string[] names;
-    foreach (r; routes)
-    {
-        bool seen = r == unmatchedRoute;
-        foreach (n; names)
-            seen = seen || n == r;
-        if (!seen)
-            names ~= r;
-    }
-    names ~= unmatchedRoute;
+    auto names = distinct(routes, unmatchedRoute) ~ unmatchedRoute;
     ServerRequests s;
     s.routes = names.idup;
-    size_t k = 0;
-    foreach (r; names)
+    s.base = addGrid(f, names, (string r, string m, string c) => [service, r, m, c]);
+    return s;
+}
+
+/// `xs` in their order, each once, without `skip`.
+private string[] distinct(const(string)[] xs, string skip)
+{
+    string[] names;
+    foreach (x; xs)
+    {
+        bool seen = x == skip;
+        foreach (n; names)
+            seen = seen || n == x;
+        if (!seen)
+            names ~= x;
+    }
+    return names;
+}
+
+/// One histogram series per key × method × status class, in consecutive slots (what `seriesOf` indexes);
+/// returns the first slot. `labelsOf` orders the label values as the family's label names.
+private size_t addGrid(Family f, const(string)[] keys, string[] delegate(string, string, string) labelsOf)
+{
+    size_t base, k;
+    foreach (key; keys)
         foreach (m; methodLabels)
             foreach (c; statusClassLabels)
             {
-                const slot = addSeries(f, [service, r, m, c], false, true);
+                const slot = addSeries(f, labelsOf(key, m, c), false, true);
                 if (k == 0)
-                    s.base = slot;
-                assert(slot == s.base + k * histogramSlots);
+                    base = slot;
+                assert(slot == base + k * histogramSlots);
                 ++k;
             }
-    return s;
+    return base;
 }
 
 /// `perfkit_hotpath_duration_seconds` of one service: hot paths by index, and the sampling rate.
@@ -238,28 +252,10 @@ ClientRequests httpClient(Registry reg, string service, const(string)[] hosts)
 {
     auto f = reg.family(Kind.histogram, clientFamily, clientHelp, clientLabelNames);
     auto fs = reg.family(Kind.histogram, stageFamily, stageHelp, stageLabelNames);
-    string[] names;
-    foreach (h; hosts)
-    {
-        bool seen = false;
-        foreach (n; names)
-            seen = seen || n == h;
-        if (!seen)
-            names ~= h;
-    }
+    auto names = distinct(hosts, null);
     ClientRequests c;
     c.hosts = names.idup;
-    size_t k = 0;
-    foreach (h; names)
-        foreach (m; methodLabels)
-            foreach (s; statusClassLabels)
-            {
-                const slot = addSeries(f, [service, m, h, s], false, true);
-                if (k == 0)
-                    c.base = slot;
-                assert(slot == c.base + k * histogramSlots);
-                ++k;
-            }
+    c.base = addGrid(f, names, (string h, string m, string s) => [service, m, h, s]);
     foreach (i, st; stageLabels)
     {
         const slot = addSeries(fs, [service, st], false, true);
