@@ -85,3 +85,27 @@ def raw_request(port, data: bytes, timeout=5.0) -> bytes:
 def status_of(raw: bytes) -> int:
     m = re.match(rb"HTTP/1\.[01] (\d{3})", raw)
     return int(m.group(1)) if m else -1
+
+
+def read_response(sock) -> tuple:
+    """One HTTP/1.1 response with a Content-Length from ``sock``: (status, {lower-case name: value},
+    body), or (-1, {}, b"") when the server closed the connection first."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return -1, {}, b""
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    size = int(headers.get("content-length", "0"))
+    while len(body) < size:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return status_of(head), headers, body

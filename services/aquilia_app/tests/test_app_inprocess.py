@@ -1,5 +1,6 @@
 """Controllers, binding, middleware order and responses, through the ASGI interface (in process)."""
 import asyncio
+import time
 
 import httpx
 import msgspec
@@ -318,3 +319,144 @@ def test_failed_startup_is_reported():
 
     (msg,) = run(main())
     assert msg["type"] == "lifespan.startup.failed" and "no database" in msg["message"]
+
+
+# -- robustness: the in-process halves of test_robustness.py ----------------------------------------
+
+async def asgi_request(app, method, path, chunks, *, complete=True, on_receive=None):
+    """Call the ASGI app directly with the body in ``chunks``; with ``complete=False`` the client
+    never sends the rest.  Returns (status, {header: value}, body) as bytes."""
+    pending = list(chunks)
+    scope = {"type": "http", "method": method, "path": path, "query_string": b"",
+             "headers": [(b"content-length", b"%d" % (sum(map(len, chunks)) + (0 if complete else 100)))]}
+    out = {}
+
+    async def receive():
+        if not pending:
+            await asyncio.Event().wait()  # a client that stopped sending
+        chunk = pending.pop(0)
+        if on_receive is not None:
+            on_receive(chunk)
+        return {"type": "http.request", "body": chunk, "more_body": bool(pending) or not complete}
+
+    async def send(msg):
+        if msg["type"] == "http.response.start":
+            out["status"], out["headers"] = msg["status"], dict(msg["headers"])
+        else:
+            out["body"] = out.get("body", b"") + msg.get("body", b"")
+
+    await app(scope, receive, send)
+    return out["status"], out["headers"], out["body"]
+
+
+def test_body_is_read_before_request_scoped_providers():
+    events = []
+
+    class Conn:
+        pass
+
+    async def conn():
+        events.append("provider")
+        yield Conn()
+
+    class Uploads(Controller):
+        def __init__(self, c: Conn):
+            pass
+
+        @post("/ctl")
+        async def ctl(self, body: Payload):
+            return {"n": body.n}
+
+    c = Container()
+    c.register(Conn, conn, scope=REQUEST)
+    app = App(container=c)
+    app.controller(Uploads)
+
+    @app.post("/fn")
+    async def fn(c: Conn, body: Payload):  # the dependency comes first in the signature
+        return {"n": body.n}
+
+    for path in ("/ctl", "/fn"):
+        events.clear()
+        status, _, body = run(asgi_request(app, "POST", path, [b'{"name":"a",', b'"n":2}'],
+                                           on_receive=lambda chunk: events.append("body")))
+        assert status == 200 and body == b'{"n":2}'
+        assert events == ["body", "body", "provider"], path  # no pooled resource held during an upload
+
+
+def test_body_timeout_is_408_problem_and_closes():
+    app = App(body_timeout=0.2)
+
+    @app.post("/echo")
+    async def echo(body: Payload):
+        return {"n": body.n}
+
+    t = time.monotonic()
+    status, headers, body = run(asgi_request(app, "POST", "/echo", [b'{"na'], complete=False))
+    assert status == 408 and headers[b"content-type"] == b"application/problem+json"
+    assert headers[b"connection"] == b"close" and b"0.2 s" in body
+    assert 0.15 <= time.monotonic() - t < 2
+    with pytest.raises(ValueError):
+        App(body_timeout=-1)
+
+
+def test_pool_acquire_timeout_is_503_problem_with_retry_after(tmp_path):
+    from aquilia_app.db import Connection, SQLitePool
+
+    async def main():
+        gate = asyncio.Event()
+
+        async def pool():
+            p = await SQLitePool(str(tmp_path / "t.sqlite3"), 1, acquire_timeout=0.2).open()
+            yield p
+            await p.close()
+
+        async def conn(p: SQLitePool):
+            cn = await p.acquire()
+            try:
+                yield cn
+            finally:
+                p.release(cn)
+
+        c = Container()
+        c.register(SQLitePool, pool)
+        c.register(Connection, conn, scope=REQUEST)
+        app = App(container=c)
+
+        @app.get("/hold")
+        async def hold(cn: Connection):
+            await gate.wait()
+            return {"held": True}
+
+        @app.get("/one")
+        async def one(cn: Connection):
+            return await cn.fetchone("SELECT 1 AS n")
+
+        await app.startup()
+        holder = asyncio.create_task(call(app, "GET", "/hold"))
+        await asyncio.sleep(0.05)  # /hold has the only connection
+        t = time.monotonic()
+        busy = await asyncio.wait_for(call(app, "GET", "/one"), 5)
+        waited = time.monotonic() - t
+        gate.set()
+        held = await holder
+        again = await call(app, "GET", "/one")  # the connection went back to the pool
+        await app.shutdown()
+        return busy, waited, held, again
+
+    busy, waited, held, again = run(main())
+    assert busy.status_code == 503 and busy.headers["content-type"] == "application/problem+json"
+    assert busy.headers["retry-after"] == "1" and busy.json()["status"] == 503
+    assert 0.15 <= waited < 2
+    assert held.json() == {"held": True} and again.json() == {"n": 1}
+
+
+def test_rsgi_headers_of_a_response_subclass():
+    from aquilia_app.rsgi import response_headers
+
+    class Greeting(Response):
+        def __init__(self, who):
+            super().__init__(f"hello {who}", 200, [("x-greeting", who)])
+
+    # granian is given the whole body and sets Content-Length itself: a second one would break the answer
+    assert response_headers(Greeting("bob")) == [("content-type", "text/plain; charset=utf-8"), ("x-greeting", "bob")]

@@ -1,5 +1,6 @@
 """End to end: the real server in a subprocess, over real sockets - granian through RSGI (the default),
 granian through ASGI, and uvicorn + httptools + uvloop (ASGI)."""
+import re
 import time
 
 import httpx
@@ -171,6 +172,7 @@ def test_invalid_json_400_problem(server, body, status, title):
 @pytest.mark.parametrize("path,status", [
     ("/items/abc", 404), ("/items/0", 404), ("/items/-1", 404), ("/items/1.5", 404), ("/items/99999999", 404),
     ("/items/1/extra", 404), ("/nope", 404), ("/", 404), ("/ping/", 404), ("/%00", 404),
+    ("/items/" + "9" * 5000, 404), ("/items/-" + "9" * 5000, 404),  # more digits than int() converts
     ("/items?limit=abc", 400), ("/items?limit=1000", 400), ("/items?offset=-3", 400),
     ("/items?min_price=cheap", 400),
 ])
@@ -179,6 +181,21 @@ def test_wrong_path_and_query_types(server, path, status):
     r = c.get(path)
     assert r.status_code == status, path
     assert r.headers["content-type"] == "application/problem+json"
+
+
+def _unmatched_4xx(metrics_text: str) -> float:
+    m = re.search(r'http_server_request_duration_seconds_count\{method="GET",route="<unmatched>",'
+                  r'service="aquilia_app",status_class="4xx"\} ([0-9.]+)', metrics_text)
+    return float(m.group(1)) if m else 0.0
+
+
+def test_path_int_too_long_to_convert_is_a_counted_404(server):
+    _, c, _ = server
+    before = _unmatched_4xx(c.get("/metrics").text)  # each scrape flushes the counts first
+    r = c.get("/items/" + "1" * 5000)
+    assert r.status_code == 404 and r.json()["status"] == 404
+    assert r.headers["content-type"] == "application/problem+json"
+    assert _unmatched_4xx(c.get("/metrics").text) == before + 1
 
 
 def test_wrong_method_405_with_allow(server):

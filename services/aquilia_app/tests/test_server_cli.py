@@ -54,6 +54,11 @@ def test_cli_rejects_bad_arguments():
     assert p.returncode == 2 and b"--workers" in p.stderr
     p = _run_cli("--server", "uvicorn", "--interface", "rsgi")
     assert p.returncode == 2 and b"--interface rsgi needs --server granian" in p.stderr
+    for args, named in [(("--body-timeout", "-1"), b"--body-timeout"), (("--pool-timeout", "0"), b"--pool-timeout"),
+                        (("--header-timeout", "0"), b"--header-timeout"),
+                        (("--server", "uvicorn", "--header-timeout", "5"), b"--header-timeout needs --server granian")]:
+        p = _run_cli(*args)
+        assert p.returncode == 2 and named in p.stderr, args
 
 
 def test_cli_port_in_use_is_a_clear_error():

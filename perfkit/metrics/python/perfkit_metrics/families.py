@@ -86,6 +86,9 @@ class Histogram(_Family):
             self.record(key, seconds)
 
     def _merge(self, child, acc: list) -> None:
+        # prometheus-client has no call that adds n observations to a bucket: its internals _buckets and _sum are
+        # used, and //perfkit/metrics:python_test reads the counts back through the exposition, so a change of
+        # the dependency fails it loudly.
         buckets = child._buckets
         for i in range(self.slots):
             if acc[i]:

@@ -9,7 +9,8 @@ parameter-binding plans), ``requests``, ``responses``, ``middleware``, ``query``
 from .application import App
 from .controllers import Body, Controller, delete, get, patch, post, put, route
 from .di import APP, REQUEST, SINGLETON, Container, CycleError, DIError, MissingDependency, ScopeError
-from .exceptions import BadRequest, HTTPException, NotFound, PayloadTooLarge, ValidationFailed
+from .exceptions import (BadRequest, HTTPException, NotFound, PayloadTooLarge, RequestTimeout, ServiceUnavailable,
+                         ValidationFailed)
 from .middleware import Middleware, MiddlewareStack
 from .patterns import PatternError
 from .query import Q, QueryError
@@ -20,7 +21,8 @@ from .routing import RouteConflict, Router, URLBuildError
 __all__ = [
     "App", "Body", "Controller", "delete", "get", "patch", "post", "put", "route",
     "APP", "REQUEST", "SINGLETON", "Container", "CycleError", "DIError", "MissingDependency", "ScopeError",
-    "BadRequest", "HTTPException", "NotFound", "PayloadTooLarge", "ValidationFailed",
+    "BadRequest", "HTTPException", "NotFound", "PayloadTooLarge", "RequestTimeout", "ServiceUnavailable",
+    "ValidationFailed",
     "Middleware", "MiddlewareStack", "PatternError", "Q", "QueryError", "Request",
     "HTMLResponse", "JSONResponse", "Response", "StreamingResponse", "problem",
     "RouteConflict", "Router", "URLBuildError",

@@ -3,7 +3,9 @@
 Configuration comes from the environment so every worker process builds the same app:
 ``AQUILIA_APP_DB`` (SQLite file; default: a file in the temp dir), ``AQUILIA_APP_METRICS`` (``0`` turns
 instrumentation off), ``AQUILIA_APP_MAX_BODY`` (bytes, default 1 MiB), ``AQUILIA_APP_POOL`` (SQLite
-connections per worker, default 4).
+connections per worker, default 4), ``AQUILIA_APP_POOL_TIMEOUT`` (seconds a request waits for a free
+connection before a 503, default 5), ``AQUILIA_APP_BODY_TIMEOUT`` (seconds to receive a whole request
+body before a 408, default 30; 0 turns the limit off).
 """
 from __future__ import annotations
 
@@ -15,9 +17,9 @@ from typing import Annotated, AsyncIterator
 import msgspec
 import orjson
 
-from .application import App
+from .application import DEFAULT_BODY_TIMEOUT, App
 from .controllers import Controller, delete, get, post, put
-from .db import Connection, SQLitePool
+from .db import DEFAULT_ACQUIRE_TIMEOUT, Connection, SQLitePool
 from .di import REQUEST, SINGLETON, Container
 from .exceptions import BadRequest, NotFound
 from .metrics import Metrics, metrics_response
@@ -51,6 +53,7 @@ STREAM_CHUNKS = 10
 class Settings(msgspec.Struct, frozen=True):
     db_path: str
     pool_size: int = 4
+    pool_timeout: float = DEFAULT_ACQUIRE_TIMEOUT
 
 
 class ItemIn(msgspec.Struct, forbid_unknown_fields=True):
@@ -108,7 +111,7 @@ from .app_schema import SCHEMA  # noqa: E402  (its own module: the server import
 
 
 async def database(settings: Settings) -> AsyncIterator[SQLitePool]:
-    pool = await SQLitePool(settings.db_path, settings.pool_size).open()
+    pool = await SQLitePool(settings.db_path, settings.pool_size, settings.pool_timeout).open()
     try:
         await pool.run("executescript", SCHEMA)  # a no-op when the server prepared the file already
         yield pool
@@ -177,31 +180,42 @@ def request_app(request: Request) -> App:
     return request.app
 
 
-def _env_int(name: str, default: int) -> int:
+def _env_number(name: str, default, kind=int):
     raw = os.environ.get(name)
     if not raw:
         return default
     try:
-        return int(raw)
+        return kind(raw)
     except ValueError:
-        raise SystemExit(f"{name} must be an integer, got {raw!r}") from None
+        raise SystemExit(f"{name} must be {'an integer' if kind is int else 'a number'}, got {raw!r}") from None
+
+
+def _settings(db_path: str, pool_size: int | None, pool_timeout: float | None) -> Settings:
+    size = pool_size or _env_number("AQUILIA_APP_POOL", 4)
+    timeout = pool_timeout or _env_number("AQUILIA_APP_POOL_TIMEOUT", DEFAULT_ACQUIRE_TIMEOUT, float)
+    if size < 1 or not timeout > 0:
+        raise SystemExit("AQUILIA_APP_POOL must be >= 1 and AQUILIA_APP_POOL_TIMEOUT > 0")
+    return Settings(db_path, size, timeout)
 
 
 def create_app(db_path: str | None = None, *, metrics: bool | None = None, max_body: int | None = None,
-               pool_size: int | None = None) -> App:
+               pool_size: int | None = None, pool_timeout: float | None = None,
+               body_timeout: float | None = None) -> App:
     if db_path is None:
         db_path = os.environ.get("AQUILIA_APP_DB") or os.path.join(tempfile.gettempdir(), "aquilia_app.sqlite3")
     if metrics is None:
         metrics = os.environ.get("AQUILIA_APP_METRICS", "1") != "0"
+    if body_timeout is None:
+        body_timeout = _env_number("AQUILIA_APP_BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT, float)
     container = Container()
-    container.value(Settings, Settings(db_path, pool_size or _env_int("AQUILIA_APP_POOL", 4)))
+    container.value(Settings, _settings(db_path, pool_size, pool_timeout))
     container.register(SQLitePool, database, scope=SINGLETON)
     container.register(Connection, connection, scope=REQUEST)
     container.register(ItemRepository, scope=REQUEST)
 
     m = Metrics("aquilia_app") if metrics else None
-    app = App(container=container, metrics=m,
-              max_body_size=max_body if max_body is not None else _env_int("AQUILIA_APP_MAX_BODY", 1 << 20))
+    app = App(container=container, metrics=m, body_timeout=body_timeout,
+              max_body_size=max_body if max_body is not None else _env_number("AQUILIA_APP_MAX_BODY", 1 << 20))
     templates = Templates(os.path.join(HERE, "html"))
 
     @app.get("/ping")

@@ -14,7 +14,7 @@ import logging
 from time import perf_counter
 from typing import Any, Callable
 
-from .controllers import bind, build_plan, controller_routes, dependencies_of, plan_needs_scope
+from .controllers import P_BODY, bind, build_plan, controller_routes, dependencies_of, plan_needs_scope
 from .di import REQUEST, Container, RequestScope
 from .exceptions import HTTPException
 from .metrics import Metrics
@@ -30,29 +30,19 @@ log = logging.getLogger("aquilia_app")
 _EMPTY: dict = {}
 UNMATCHED = "<unmatched>"
 _CLOSE = (b"connection", b"close")
+_BODY_HEADERS = frozenset((b"content-length", "content-length", b"transfer-encoding", "transfer-encoding"))
+_ZERO = (b"0", "0")
+DEFAULT_BODY_TIMEOUT = 30.0  # seconds for the whole request body (408 after)
+DRAIN_MAX = 64 * 1024  # an unread body up to this size is read and dropped, so the connection stays usable
+DRAIN_TIMEOUT = 1.0  # seconds the response waits for such a body
 
 
-def _body_unread(headers, req) -> bool:
-    """True when the request announced a body that the app has not read to the end.
-
-    Servers cannot reuse such a connection (granian closes it right after the response, without
-    saying so), so an error answered before the body was consumed must carry ``Connection: close``;
-    otherwise a keep-alive client may send its next request into a socket that is being closed.
-    Only called on error responses, never on the hot path.
-    """
-    if req is not None and req._body is not None:
-        return False
-    for k, v in headers:  # bytes pairs (ASGI) or str pairs (RSGI)
-        if k == b"content-length" or k == "content-length":
-            if v.strip() not in (b"0", "0"):
-                return True
-        elif k == b"transfer-encoding" or k == "transfer-encoding":
-            return True
-    return False
-
-
-def _closing(resp: Response) -> Response:
-    """A copy of ``resp`` that also says ``Connection: close`` (never mutates shared responses)."""
+def _closing(resp):
+    """``resp`` saying ``Connection: close``: a copy of a ``Response`` (which may be shared), a
+    ``StreamingResponse`` (made per request) in place."""
+    if isinstance(resp, StreamingResponse):
+        resp.raw_headers = [h for h in resp.raw_headers if h[0] != b"connection"] + [_CLOSE]
+        return resp
     out = Response(resp.body, resp.status, None, resp.media_type)
     out.extra = [h for h in resp.extra or () if h[0] != b"connection"] + [_CLOSE]
     return out
@@ -96,11 +86,15 @@ def to_response(result: Any, status: int = 200) -> Response:
 class App:
     def __init__(self, *, container: Container | None = None, max_body_size: int = DEFAULT_MAX_BODY,
                  max_header_bytes: int = 16384, max_headers: int = 100,
+                 body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
                  metrics: Metrics | None = None, debug: bool = False):
+        if body_timeout is not None and body_timeout < 0:
+            raise ValueError("body_timeout must be >= 0 seconds (0 or None: no limit)")
         self.router = Router()
         self.container = container if container is not None else Container()
         self.middleware = MiddlewareStack()
         self.max_body = max_body_size
+        self.body_timeout = body_timeout or None
         self.max_header_bytes = max_header_bytes
         self.max_headers = max_headers
         self.metrics = metrics
@@ -203,6 +197,7 @@ class App:
             is_async = False  # calling it returns the async iterator -> streamed
         per_request_ctl = cls is not None and c.needs_request_scope(cdeps)
         needs_scope = per_request_ctl or plan_needs_scope(plan, c) or any(e[0] == 3 for e in plan)
+        reads_body = any(e[0] == P_BODY for e in plan)
         controllers = self._controllers
 
         if not needs_scope and not plan and cls is None:
@@ -225,6 +220,8 @@ class App:
             return call_plain
 
         async def call_scoped(req, hot):
+            if reads_body:  # before any provider runs: a slow upload must not hold a pooled connection
+                await req.body()
             t = perf_counter() if hot is not None else 0.0
             scope = req.state = RequestScope(c)
             if cls is not None:
@@ -306,7 +303,7 @@ class App:
         method = scope.method
         headers = scope.headers.items()
         resp, label, req, exc = await self._dispatch(method, scope.path, headers, RSGIRequest, scope, proto, t0)
-        if resp.__class__ is Response:
+        if resp.__class__ is Response or isinstance(resp, Response):  # subclasses too: one whole body
             proto.response_bytes(resp.status, response_headers(resp), resp.body)
         else:
             try:
@@ -420,8 +417,11 @@ class App:
         req = None
         exc = None
         hsize = 0
-        for hk, hv in headers:
+        has_body = False  # a Content-Length other than 0, or a Transfer-Encoding
+        for hk, hv in headers:  # bytes pairs (ASGI) or str pairs (RSGI)
             hsize += len(hk) + len(hv)
+            if hk in _BODY_HEADERS and hv.strip() not in _ZERO:
+                has_body = True
         if hsize > self.max_header_bytes or len(headers) > self.max_headers:
             label = UNMATCHED
             resp = problem(431, "Request Header Fields Too Large",
@@ -458,9 +458,22 @@ class App:
                 exc = e
                 log.exception("unhandled error in %s %s", method, label)
                 resp = problem(500, "Internal Server Error", f"{type(e).__name__}: {e}" if self.debug else None)
-        if resp.status >= 400 and resp.__class__ is Response and _body_unread(headers, req):
-            resp = _closing(resp)
+        if has_body and (req is None or req._body is None):
+            resp = await self._unread_body(resp, req, request_cls, source, channel)
         return resp, label, req, exc
+
+    async def _unread_body(self, resp, req, request_cls, source, channel):
+        """The request has a body that nobody read.  granian cannot reuse such a connection and drops
+        it after the response without saying so: a keep-alive client would send its next request into
+        a closing socket.  A complete success response first drains a small body (the connection stays
+        usable); an error, a stream (its generator may still read the body) or a body too big or too
+        slow to drain gets ``Connection: close``."""
+        if resp.status < 400 and isinstance(resp, Response):
+            if req is None:
+                req = request_cls(source, channel, _EMPTY, self.max_body, self)
+            if await req.drain(DRAIN_MAX, DRAIN_TIMEOUT):
+                return resp
+        return _closing(resp)
 
     @staticmethod
     async def _teardown(req, exc) -> None:

@@ -3,6 +3,8 @@
 ``await pool.acquire()`` hands out a :class:`Connection` (an ``asyncio.Queue`` of idle connections);
 its methods run the sqlite3 call in the pool's own ``ThreadPoolExecutor`` (as many threads as
 connections) so the event loop never blocks on disk.  WAL mode lets readers run beside a writer.
+A caller waits at most ``acquire_timeout`` seconds for a connection, then gets :class:`PoolTimeout`
+(a 503 with ``Retry-After``), so a pool held by slow requests cannot leave others waiting forever.
 """
 from __future__ import annotations
 
@@ -12,10 +14,20 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["SQLitePool", "Connection", "connect_wal", "prepare_database"]
+from .exceptions import ServiceUnavailable
+
+__all__ = ["SQLitePool", "Connection", "PoolTimeout", "connect_wal", "prepare_database"]
 
 BUSY_TIMEOUT_MS = 10_000
 _WAL_ATTEMPTS = 50  # x up to 0.1 s: bounded, then the error surfaces
+DEFAULT_ACQUIRE_TIMEOUT = 5.0  # seconds
+
+
+class PoolTimeout(ServiceUnavailable):
+    """No connection became free within the pool's acquire timeout (answered 503 + Retry-After)."""
+
+    def __init__(self, seconds: float):
+        super().__init__(f"no database connection became free within {seconds:g} s")
 
 
 def _retry_busy(fn, *args):
@@ -101,11 +113,14 @@ class Connection:
 
 
 class SQLitePool:
-    def __init__(self, path: str, size: int = 4):
+    def __init__(self, path: str, size: int = 4, acquire_timeout: float = DEFAULT_ACQUIRE_TIMEOUT):
         if size < 1:
             raise ValueError("pool size must be >= 1")
+        if not acquire_timeout > 0:
+            raise ValueError("acquire_timeout must be > 0 seconds")
         self.path = path
         self.size = size
+        self.acquire_timeout = acquire_timeout
         self._executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix="sqlite")
         self._idle: asyncio.Queue | None = None
         self._all: list[sqlite3.Connection] = []
@@ -124,7 +139,15 @@ class SQLitePool:
         return self
 
     async def acquire(self) -> Connection:
-        return Connection(await self._idle.get(), self)
+        idle = self._idle
+        if not idle.empty():  # the common case: no timer armed
+            return Connection(idle.get_nowait(), self)
+        try:
+            async with asyncio.timeout(self.acquire_timeout):
+                raw = await idle.get()
+        except TimeoutError:
+            raise PoolTimeout(self.acquire_timeout) from None
+        return Connection(raw, self)
 
     def release(self, conn: Connection) -> None:
         self._idle.put_nowait(conn._raw)

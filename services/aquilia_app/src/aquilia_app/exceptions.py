@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from http import HTTPStatus
 
-__all__ = ["HTTPException", "BadRequest", "NotFound", "PayloadTooLarge", "ValidationFailed"]
+__all__ = ["HTTPException", "BadRequest", "NotFound", "PayloadTooLarge", "RequestTimeout", "ServiceUnavailable",
+           "ValidationFailed"]
 
 
 class HTTPException(Exception):
@@ -39,3 +40,17 @@ class NotFound(HTTPException):
 class PayloadTooLarge(HTTPException):
     def __init__(self, limit: int):
         super().__init__(413, f"request body exceeds {limit} bytes")
+
+
+class RequestTimeout(HTTPException):
+    """408: the client did not send the request body within the app's body timeout."""
+
+    def __init__(self, seconds: float):
+        super().__init__(408, f"the request body was not received within {seconds:g} s")
+
+
+class ServiceUnavailable(HTTPException):
+    """503 with ``Retry-After``: a shared resource (e.g. the database pool) stayed busy too long."""
+
+    def __init__(self, detail: str | None = None, retry_after: int = 1):
+        super().__init__(503, detail, headers=[("retry-after", str(retry_after))])

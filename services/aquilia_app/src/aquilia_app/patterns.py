@@ -46,17 +46,19 @@ TYPE_ORDER = {"int": 0, "uuid": 1, "float": 2, "slug": 3, "str": 4, "path": 5}
 
 
 def _cast_int(s: str):
-    if s.isdigit() and s.isascii():
+    if not (s.isdigit() or s[:1] == "-" and len(s) > 1 and s[1:].isdigit()) or not s.isascii():
+        return NO
+    try:
         return int(s)
-    if s[:1] == "-" and len(s) > 1 and s[1:].isdigit() and s.isascii():
-        return int(s)
-    return NO
+    except ValueError:  # more digits than int() converts (sys.get_int_max_str_digits(), 4300 by default)
+        return NO
 
 
 def _cast_float(s: str):
     if _FLOAT_RE.match(s) is None:
         return NO
-    return float(s)
+    v = float(s)
+    return v if v - v == 0.0 else NO  # so many digits that it overflowed to +-inf
 
 
 def _cast_uuid(s: str):

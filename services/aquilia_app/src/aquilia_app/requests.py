@@ -1,14 +1,16 @@
 """The request object.  Nothing is parsed until asked for: the header index and the query dict are
-built lazily on first access; the body is read once, with a size limit (413)."""
+built lazily on first access; the body is read once, with a size limit (413) and, when the app sets
+one, a time limit for the whole body (408)."""
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 from urllib.parse import parse_qsl
 
 import msgspec
 import orjson
 
-from .exceptions import BadRequest, PayloadTooLarge, ValidationFailed
+from .exceptions import BadRequest, HTTPException, PayloadTooLarge, RequestTimeout, ValidationFailed
 
 __all__ = ["Request", "Headers"]
 
@@ -107,9 +109,24 @@ class Request:
         return q
 
     async def body(self) -> bytes:
+        """The whole body: 413 over ``max_body``, 408 when it takes longer than the app's ``body_timeout``."""
         if self._body is not None:
             return self._body
-        limit = self.max_body
+        app = self.app
+        return await self._read_body(self.max_body, app.body_timeout if app is not None else None)
+
+    async def drain(self, limit: int, timeout: float) -> bool:
+        """Read a body nobody asked for, so the server can reuse the connection: True when it was at
+        most ``limit`` bytes and came within ``timeout`` seconds (it is then kept as the body)."""
+        if self._body is not None:
+            return True
+        try:
+            await self._read_body(limit, timeout)
+        except HTTPException:
+            return False
+        return True
+
+    async def _read_body(self, limit: int, timeout: float | None) -> bytes:
         cl = self.header("content-length")
         if cl is not None:
             if not cl.isdigit():
@@ -118,11 +135,15 @@ class Request:
                 raise PayloadTooLarge(limit)
         chunks = []
         size = 0
-        async for chunk in self._chunks():
-            size += len(chunk)
-            if size > limit:  # checked per chunk: a chunked upload is refused before it is all in memory
-                raise PayloadTooLarge(limit)
-            chunks.append(chunk)
+        try:
+            async with asyncio.timeout(timeout):  # None: no limit
+                async for chunk in self._chunks():
+                    size += len(chunk)
+                    if size > limit:  # per chunk: a chunked upload is refused before it is all in memory
+                        raise PayloadTooLarge(limit)
+                    chunks.append(chunk)
+        except TimeoutError:
+            raise RequestTimeout(timeout) from None
         self._body = b"".join(chunks)
         return self._body
 

@@ -27,9 +27,10 @@ _BY_TYPE = {ct: [("content-type", ct.decode("latin-1"))] for ct in (CT_TEXT, CT_
 
 
 def response_headers(resp) -> list:
-    """RSGI (str) headers for a ``Response`` or ``StreamingResponse``, without Content-Length."""
-    if resp.__class__ is not Response:  # a StreamingResponse: its raw headers carry no Content-Length
-        return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers]
+    """RSGI (str) headers for a ``Response`` (or subclass) or ``StreamingResponse``, without the
+    Content-Length of a ``Response``: granian sets it from the body it is given."""
+    if resp.__class__ is not Response:
+        return _headers_of_other(resp)
     if resp.extra is None:  # the common case: a shared list
         h = _BY_TYPE.get(resp.media_type)
         if h is not None:
@@ -37,6 +38,13 @@ def response_headers(resp) -> list:
     # straight from the parts: the ASGI pairs (with a Content-Length to drop) are never built
     return [("content-type", resp.media_type.decode("latin-1"))] + [
         (k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.extra or ()]
+
+
+def _headers_of_other(resp) -> list:
+    """A ``Response`` subclass (its ``raw_headers``, which it may override, minus Content-Length) or a
+    ``StreamingResponse`` (its raw headers as they are)."""
+    drop = b"content-length" if isinstance(resp, Response) else None
+    return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers if k != drop]
 
 
 def _addr(s: str):

@@ -36,6 +36,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--db", default=None, help="SQLite file (default: a fresh temp file)")
     p.add_argument("--no-metrics", action="store_true", help="turn instrumentation and /metrics off")
     p.add_argument("--max-body", type=int, default=None, help="request body limit in bytes (default 1 MiB)")
+    p.add_argument("--body-timeout", type=float, default=None,
+                   help="seconds to receive a whole request body, then 408 (default 30; 0 = no limit)")
+    p.add_argument("--header-timeout", type=float, default=None,
+                   help="granian only: seconds to receive the request headers, then the connection is "
+                        "closed (granian's http1 header_read_timeout; default granian's 30)")
+    p.add_argument("--pool-timeout", type=float, default=None,
+                   help="seconds a request waits for a free SQLite connection, then 503 (default 5)")
     p.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"))
     a = p.parse_args(argv)
     if not 0 <= a.port <= 65535:
@@ -44,6 +51,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error("--workers must be >= 1")
     if a.max_body is not None and a.max_body < 0:
         p.error("--max-body must be >= 0")
+    _check_timeouts(p, a)
     if a.interface is None:
         a.interface = "rsgi" if a.server == "granian" else "asgi"
     elif a.interface == "rsgi" and a.server != "granian":
@@ -53,11 +61,27 @@ def parse_args(argv=None) -> argparse.Namespace:
     return a
 
 
+def _check_timeouts(p: argparse.ArgumentParser, a: argparse.Namespace) -> None:
+    if a.body_timeout is not None and a.body_timeout < 0:
+        p.error("--body-timeout must be >= 0")
+    if a.pool_timeout is not None and not a.pool_timeout > 0:
+        p.error("--pool-timeout must be > 0")
+    if a.header_timeout is not None:
+        if not a.header_timeout >= 0.001:
+            p.error("--header-timeout must be at least 0.001 (one millisecond)")
+        if a.server != "granian":
+            p.error("--header-timeout needs --server granian (uvicorn has no header read timeout)")
+
+
 def _prepare_env(a: argparse.Namespace) -> None:
     if a.no_metrics:
         os.environ["AQUILIA_APP_METRICS"] = "0"
     if a.max_body is not None:
         os.environ["AQUILIA_APP_MAX_BODY"] = str(a.max_body)
+    if a.body_timeout is not None:
+        os.environ["AQUILIA_APP_BODY_TIMEOUT"] = str(a.body_timeout)
+    if a.pool_timeout is not None:
+        os.environ["AQUILIA_APP_POOL_TIMEOUT"] = str(a.pool_timeout)
     if a.db:
         os.environ["AQUILIA_APP_DB"] = os.path.abspath(a.db)
     elif not os.environ.get("AQUILIA_APP_DB"):
@@ -105,6 +129,7 @@ def serve_uvicorn(a: argparse.Namespace) -> None:
 def serve_granian(a: argparse.Namespace) -> None:
     from granian import Granian
     from granian.constants import HTTPModes, Interfaces, Loops
+    from granian.http import HTTP1Settings
     from granian.log import LogLevels
 
     # granian binds the socket itself (and panics if it cannot): probe the address first, which also
@@ -121,9 +146,12 @@ def serve_granian(a: argparse.Namespace) -> None:
     atexit.register(shutil.rmtree, neutral, True)
     os.chdir(neutral)
     interface = Interfaces.RSGI if a.interface == "rsgi" else Interfaces.ASGI
+    http1 = None  # granian's defaults
+    if a.header_timeout is not None:  # granian reads the headers: the app never sees a slow header block
+        http1 = HTTP1Settings(header_read_timeout=round(a.header_timeout * 1000))
     Granian(a.app, address=a.host, port=port, interface=interface, workers=a.workers, loop=Loops.uvloop,
-            http=HTTPModes.http1, websockets=False, log_enabled=True, log_level=LogLevels(a.log_level),
-            backlog=2048).serve()
+            http=HTTPModes.http1, http1_settings=http1, websockets=False, log_enabled=True,
+            log_level=LogLevels(a.log_level), backlog=2048).serve()
 
 
 def main(argv=None) -> int:

@@ -1,0 +1,38 @@
+"""An app without middleware, so that RSGI requests take the direct path (not the ASGI adapter), for
+test_robustness.py: a ``Response`` subclass and handlers that never read the request body."""
+from aquilia_app import App, Response, StreamingResponse
+
+GREETING_LINES = 2000  # ~24 KB: more than one write
+
+
+class Greeting(Response):
+    """A ``Response`` subclass with its own constructor and a header of its own."""
+
+    def __init__(self, who: str):
+        super().__init__(f"hello {who}\n" * GREETING_LINES, 200, [("x-greeting", who)])
+
+
+app = App()
+
+
+@app.get("/healthz")
+async def healthz():
+    return {"status": "ok"}
+
+
+@app.get("/subclass")
+async def subclass():
+    return Greeting("world")
+
+
+@app.post("/ignore")
+async def ignore():
+    return {"ignored": True}
+
+
+@app.post("/ignore-stream")
+async def ignore_stream():
+    async def gen():
+        yield b"streamed"
+
+    return StreamingResponse(gen())

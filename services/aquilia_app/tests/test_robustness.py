@@ -1,0 +1,135 @@
+"""Slow, hostile and unusual clients against the real server (a subprocess on port 0, raw sockets):
+each hole of aquilia_app's robustness issue with the answer it must get.  The huge integer path
+segment is in test_e2e.py (every front end); the in-process halves are in test_app_inprocess.py."""
+import select
+import socket
+import time
+
+import httpx
+import orjson
+import pytest
+
+from edge_app import GREETING_LINES
+from server_util import read_response, running_server
+
+GRANIAN = {"granian-rsgi": ("--interface", "rsgi"), "granian-asgi": ("--interface", "asgi")}
+EVERY_SERVER = dict(GRANIAN, uvicorn=("--server", "uvicorn"))
+
+
+def _connect(port, timeout=5.0):
+    return socket.create_connection(("127.0.0.1", port), timeout=timeout)
+
+
+def _send_quietly(sock, data: bytes) -> None:
+    """Send, ignoring a server that already closed the socket (what some of these tests check)."""
+    try:
+        sock.sendall(data)
+    except OSError:
+        pass
+
+
+def _trickle_until_answered(sock, byte: bytes, seconds: float) -> float:
+    """Send ``byte`` every 0.2 s until the server answers or closes; returns the seconds it took."""
+    t0 = time.monotonic()
+    while not select.select([sock], [], [], 0.2)[0]:
+        if time.monotonic() - t0 > seconds:
+            break
+        _send_quietly(sock, byte)
+    return time.monotonic() - t0
+
+
+@pytest.fixture(scope="module", params=list(GRANIAN))
+def edge(request):
+    """edge_app.py (no middleware: RSGI requests take the direct path) on granian."""
+    with running_server("--app", "edge_app:app", *GRANIAN[request.param]) as (port, _):
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+            yield port, client
+
+
+# -- a request-scoped DB connection is taken only once the body is in ------------------------------
+
+def test_trickled_uploads_do_not_starve_the_pool():
+    body = b'{"name":"slow","price":1}'
+    head = b"POST /items HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+    with running_server() as (port, _):  # the reference app: 4 SQLite connections per worker
+        uploads = [_connect(port) for _ in range(8)]
+        try:
+            for s in uploads:
+                s.sendall(head % len(body) + body[:5])
+            time.sleep(0.3)  # all eight are in the app, waiting for the rest of their bodies
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=3) as c:
+                assert c.get("/items").status_code == 200
+            for s in uploads:
+                s.sendall(body[5:])
+            assert [read_response(s)[0] for s in uploads] == [201] * 8
+        finally:
+            for s in uploads:
+                s.close()
+
+
+# -- a Response subclass on the direct RSGI path --------------------------------------------------
+
+def test_response_subclass_is_sent_whole(edge):
+    _, c = edge
+    r = c.get("/subclass")
+    assert r.status_code == 200 and r.text == "hello world\n" * GREETING_LINES
+    assert r.headers["content-length"] == str(len(r.content)) and r.headers["x-greeting"] == "world"
+    assert "transfer-encoding" not in r.headers
+    assert c.get("/healthz").status_code == 200  # and the connection is still usable
+
+
+# -- a success answered before the request body was read ------------------------------------------
+
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+def test_unread_small_body_is_drained_and_the_connection_reused(edge, framing):
+    port, _ = edge
+    if framing == "chunked":
+        head, body = b"Transfer-Encoding: chunked\r\n", b"7d0\r\n" + b"x" * 2000 + b"\r\n0\r\n\r\n"
+    else:
+        head, body = b"Content-Length: 2000\r\n", b"x" * 2000
+    with _connect(port) as s:
+        s.sendall(b"POST /ignore HTTP/1.1\r\nHost: t\r\n" + head + b"\r\n")
+        time.sleep(0.2)  # the body comes after the headers, as it may over a real network
+        _send_quietly(s, body)
+        status, headers, answer = read_response(s)
+        assert status == 200 and orjson.loads(answer) == {"ignored": True}
+        assert headers.get("connection") != "close"
+        _send_quietly(s, b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+        assert read_response(s)[0] == 200  # the next request on the same connection is answered
+
+
+@pytest.mark.parametrize("path", ["/ignore", "/ignore-stream"])
+def test_unread_body_too_big_to_drain_says_connection_close(edge, path):
+    port, _ = edge
+    with _connect(port) as s:
+        s.sendall(b"POST %s HTTP/1.1\r\nHost: t\r\nContent-Length: 300000\r\n\r\n" % path.encode() + b"x" * 1000)
+        status, headers, _ = read_response(s)
+    assert status == 200 and headers.get("connection") == "close"
+
+
+# -- read timeouts ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("server", list(EVERY_SERVER))
+def test_trickled_body_gets_408_after_the_body_timeout(server):
+    head = b"POST /items HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+    with running_server(*EVERY_SERVER[server], env={"AQUILIA_APP_BODY_TIMEOUT": "1"}) as (port, _):
+        with _connect(port) as s:
+            s.sendall(head + b'{"name"')
+            waited = _trickle_until_answered(s, b" ", 6)  # 5 bytes/s: never done, never idle
+            status, headers, body = read_response(s)
+    assert status == 408 and headers["content-type"] == "application/problem+json"
+    assert orjson.loads(body)["status"] == 408 and headers["connection"] == "close"
+    assert 0.8 <= waited < 4, waited
+
+
+def test_trickled_headers_are_cut_off_after_the_header_timeout():
+    with running_server("--header-timeout", "1") as (port, _):  # granian reads the headers
+        with _connect(port) as s:
+            s.sendall(b"GET /ping HTTP/1.1\r\nHost: t\r\nX-Slow: ")
+            waited = _trickle_until_answered(s, b"a", 6)
+            try:
+                answer = s.recv(65536)
+            except ConnectionResetError:
+                answer = b""
+    assert answer == b"" or answer.startswith(b"HTTP/1.1 408"), answer[:80]
+    assert 0.8 <= waited < 4, waited
