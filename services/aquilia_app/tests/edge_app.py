@@ -1,6 +1,6 @@
 """An app without middleware, so that RSGI requests take the direct path (not the ASGI adapter), for
 test_robustness.py: a ``Response`` subclass and handlers that never read the request body."""
-from aquilia_app import App, Response, StreamingResponse
+from aquilia_app import App, Request, Response, StreamingResponse
 
 GREETING_LINES = 2000  # ~24 KB: more than one write
 
@@ -34,5 +34,13 @@ async def ignore():
 async def ignore_stream():
     async def gen():
         yield b"streamed"
+
+    return StreamingResponse(gen())
+
+
+@app.post("/echo-stream")
+async def echo_stream(request: Request):
+    async def gen():  # reads the body only once the response has started
+        yield await request.body()
 
     return StreamingResponse(gen())

@@ -102,6 +102,8 @@ def read_response(sock) -> tuple:
     for line in lines[1:]:
         name, _, value = line.partition(":")
         headers[name.strip().lower()] = value.strip()
+    if headers.get("transfer-encoding") == "chunked":
+        return status_of(head), headers, _read_chunked(sock, body)
     size = int(headers.get("content-length", "0"))
     while len(body) < size:
         chunk = sock.recv(65536)
@@ -109,3 +111,21 @@ def read_response(sock) -> tuple:
             break
         body += chunk
     return status_of(head), headers, body
+
+
+def _read_chunked(sock, data: bytes) -> bytes:
+    """The decoded body of a chunked response whose first bytes are ``data``."""
+    body = b""
+    while True:
+        while b"\r\n" not in data:
+            data += sock.recv(65536)
+        size_line, _, data = data.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        while len(data) < size + 2:
+            more = sock.recv(65536)
+            if not more:
+                return body + data
+            data += more
+        if size == 0:
+            return body
+        body, data = body + data[:size], data[size + 2:]

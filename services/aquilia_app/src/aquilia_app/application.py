@@ -463,12 +463,13 @@ class App:
         return resp, label, req, exc
 
     async def _unread_body(self, resp, req, request_cls, source, channel):
-        """The request has a body that nobody read.  granian cannot reuse such a connection and drops
-        it after the response without saying so: a keep-alive client would send its next request into
-        a closing socket.  A complete success response first drains a small body (the connection stays
-        usable); an error, a stream (its generator may still read the body) or a body too big or too
-        slow to drain gets ``Connection: close``."""
-        if resp.status < 400 and isinstance(resp, Response):
+        """The request has a body that nobody read.  granian cannot reuse such a connection: it closes
+        it after the response, and after a stream it does so without saying ``Connection: close``,
+        so a keep-alive client sends its next request into a closing socket.  A success first drains
+        a small body, and the connection stays usable.  An error, a body too big or too slow to drain,
+        or a stream from a handler that has the request (its generator may still read the body) gets
+        ``Connection: close``."""
+        if resp.status < 400 and (req is None or isinstance(resp, Response)):
             if req is None:
                 req = request_cls(source, channel, _EMPTY, self.max_body, self)
             if await req.drain(DRAIN_MAX, DRAIN_TIMEOUT):

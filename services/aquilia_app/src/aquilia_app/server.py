@@ -39,8 +39,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--body-timeout", type=float, default=None,
                    help="seconds to receive a whole request body, then 408 (default 30; 0 = no limit)")
     p.add_argument("--header-timeout", type=float, default=None,
-                   help="granian only: seconds to receive the request headers, then the connection is "
-                        "closed (granian's http1 header_read_timeout; default granian's 30)")
+                   help="granian only: seconds to receive the request headers (or to wait on a silent "
+                        "connection), then the connection is closed (granian's header_read_timeout; default 30)")
     p.add_argument("--pool-timeout", type=float, default=None,
                    help="seconds a request waits for a free SQLite connection, then 503 (default 5)")
     p.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"))
