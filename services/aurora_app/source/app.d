@@ -135,6 +135,8 @@ int main(string[] args)
             "port", "port (default 8083; 0 = ephemeral, the bound port is printed)", &cfg.port,
             "workers", "worker threads (default: one per usable CPU)", &cfg.workers,
             "header-timeout-ms", "time allowed for a request's header section", &cfg.headerTimeoutMs,
+            "request-timeout-ms", "time allowed for a whole request, header section and body (default 60000)",
+                &cfg.requestTimeoutMs,
             "idle-timeout-ms", "keep-alive idle timeout", &cfg.idleTimeoutMs,
             "drain-timeout-ms", "graceful shutdown limit", &cfg.drainTimeoutMs,
             "max-connections", "open connections over all workers", &cfg.maxConnections,
@@ -157,7 +159,7 @@ int main(string[] args)
         stderr.writefln("aurora_app: unexpected argument %s (see --help)", args[1]);
         return 2;
     }
-    if (cfg.headerTimeoutMs == 0 || cfg.idleTimeoutMs == 0 || cfg.maxConnections == 0)
+    if (cfg.headerTimeoutMs == 0 || cfg.requestTimeoutMs == 0 || cfg.idleTimeoutMs == 0 || cfg.maxConnections == 0)
     {
         stderr.writefln("aurora_app: timeouts and --max-connections must be positive");
         return 2;

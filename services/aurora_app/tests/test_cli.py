@@ -15,6 +15,7 @@ from rawhttp import start_server
     (["extra-arg"], "unexpected argument"),
     (["--host", "not-an-ip"], "invalid IPv4 address"),
     (["--idle-timeout-ms", "0"], "must be positive"),
+    (["--request-timeout-ms", "0"], "must be positive"),
 ])
 def test_bad_arguments(aurora_bin, args, message):
     r = subprocess.run([aurora_bin, "--port", "0", *args], capture_output=True, text=True, timeout=10)
@@ -26,7 +27,7 @@ def test_bad_arguments(aurora_bin, args, message):
 def test_help(aurora_bin):
     r = subprocess.run([aurora_bin, "--help"], capture_output=True, text=True, timeout=10)
     assert r.returncode == 0
-    for flag in ("--host", "--port", "--workers", "--header-timeout-ms", "--max-connections", "--no-metrics"):
+    for flag in ("--host", "--port", "--workers", "--header-timeout-ms", "--request-timeout-ms", "--max-connections", "--no-metrics"):
         assert flag in r.stdout
 
 

@@ -134,3 +134,66 @@ def test_interleaved_partial_requests_on_many_connections(server):
     finally:
         for s in conns:
             s.close()
+
+
+def test_request_and_fin_in_one_segment_is_answered_then_closed(server):
+    """A request and the client's FIN that arrive together (one wake-up): the request is answered and the
+    connection closed at once, not left in CLOSE_WAIT until the idle timeout."""
+    import socket
+    import time
+    for _ in range(3):
+        with server.connect() as s:
+            # corked: shutdown() tacks the FIN onto the unsent request segment
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0)
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+            s.sendall(get("/plaintext"))
+            s.shutdown(socket.SHUT_WR)
+            start = time.monotonic()
+            rd = Reader(s)
+            r = rd.read_response()
+            assert r.status == 200 and r.body == b"Hello, World!"
+            assert rd.at_eof(timeout=5)
+            assert time.monotonic() - start < 2.0
+
+
+def test_request_then_fin_pipelined_requests_all_answered(server):
+    import socket
+    with server.connect() as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+        s.sendall(get("/plaintext") * 3 + get("/json"))
+        s.shutdown(socket.SHUT_WR)
+        rd = Reader(s)
+        assert [rd.read_response().status for _ in range(4)] == [200] * 4
+        assert rd.at_eof(timeout=5)
+
+
+def test_http10_keep_alive_is_announced(server):
+    with server.connect() as s:
+        s.sendall(b"GET /plaintext HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        rd = Reader(s)
+        r = rd.read_response()
+        assert r.status == 200 and r.header("Connection") == "keep-alive"
+        s.sendall(b"GET /json HTTP/1.0\r\n\r\n")  # no keep-alive: closed after the answer
+        r = rd.read_response()
+        assert r.status == 200 and r.header("Connection") == "close"
+        assert rd.at_eof()
+    # HTTP/1.1 keep-alive stays implicit
+    with server.connect() as s:
+        s.sendall(get("/plaintext"))
+        assert Reader(s).read_response().header("Connection") is None
+
+
+def test_fin_after_requests_with_blocked_output_closes_once_written(server):
+    """The FIN arrives while the responses do not fit the socket: they are all written, then the
+    connection is closed (not kept until the idle timeout)."""
+    import socket
+    with server.connect() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+        s.sendall(get("/json-large") * 40)  # ~2.2 MB of responses
+        s.shutdown(socket.SHUT_WR)
+        time.sleep(0.5)  # the server's writes block meanwhile
+        rd = Reader(s)
+        for _ in range(40):
+            assert rd.read_response().status == 200
+        assert rd.at_eof(timeout=5)

@@ -2,6 +2,8 @@
 import json
 import re
 
+import pytest
+
 from rawhttp import Reader, get, request
 
 
@@ -213,3 +215,77 @@ def test_hotpath_histogram_exported_before_traffic(server):
     assert series["write"]["count"] == 0 and series["write"]["sum"] == 0
     series = _hotpath_series(request(server, get("/metrics")).body.decode())
     assert series["handle"]["count"] == 1 and series["write"]["count"] == 1
+
+
+def _recv_some(s, timeout=1.0):
+    """What the server sends within `timeout` (b"" if nothing)."""
+    import socket
+    s.settimeout(timeout)
+    try:
+        return s.recv(65536)
+    except socket.timeout:
+        return b""
+    finally:
+        s.settimeout(5)
+
+
+def test_expect_100_continue_ignored_for_http10(server):
+    """RFC 9110 §10.1.1: Expect: 100-continue from an HTTP/1.0 client is ignored."""
+    with server.connect() as s:
+        s.sendall(b"POST /echo HTTP/1.0\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n")
+        assert _recv_some(s, 1.0) == b""  # no interim response
+        s.sendall(b"abc")
+        rd = Reader(s)
+        r = rd.read_response()
+        assert r.status == 200 and r.body == b"abc"
+        assert b"100 Continue" not in rd.buf
+
+
+@pytest.mark.parametrize("head,status", [
+    (b"POST /missing HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n", 404),
+    (b"PUT /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n", 405),
+    (b"BREW /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n", 501),
+    (b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 99999999\r\nExpect: 100-continue\r\n\r\n", 413),
+    (b"POST /missing HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n", 404),
+])
+def test_expect_100_continue_not_sent_for_a_target_that_is_not_served(server, head, status):
+    with server.connect() as s:
+        s.sendall(head)
+        rd = Reader(s)
+        s.settimeout(3)
+        data = s.recv(65536)
+        assert data.startswith(b"HTTP/1.1 %d " % status), data[:40]
+        rd.buf = data
+        r = rd.read_response()
+        assert r.status == status and r.header("Connection") == "close"
+        # the body is not read as a request: the connection is closed (after a drain)
+        try:
+            s.sendall(b"abc")
+        except OSError:
+            pass
+        assert rd.at_eof()
+    assert request(server, get("/plaintext")).status == 200
+
+
+def test_unknown_method_is_501(server):
+    for method in ("BREW", "PROPFIND", "TRACE"):
+        r = request(server, get("/plaintext", method=method))
+        assert r.status == 501, method
+        assert r.reason == "Not Implemented"
+    # unknown method on an unknown path: 501 too; known methods keep 404/405
+    assert request(server, get("/nowhere", method="BREW")).status == 501
+    assert request(server, get("/plaintext", method="DELETE")).status == 405
+    # the connection stays usable after a 501
+    with server.connect() as s:
+        s.sendall(get("/plaintext", method="BREW") + get("/plaintext"))
+        rd = Reader(s)
+        assert rd.read_response().status == 501
+        assert rd.read_response().status == 200
+
+
+def test_options_asterisk(server):
+    r = request(server, b"OPTIONS * HTTP/1.1\r\nHost: t\r\n\r\n")
+    assert r.status == 200
+    allow = [m.strip() for m in r.header("Allow").split(",")]
+    assert set(allow) == {"GET", "HEAD", "POST", "OPTIONS"}
+    assert r.header("Content-Length") == "0" and r.body == b""

@@ -76,7 +76,7 @@ void initMetrics(const(string)[] routes, size_t workers)
         .labels(serviceName);
     connectionsOpen = reg.gauge("aurora_connections_open", "Open client connections.", service).labels(serviceName);
     bufferBytes = reg.gauge("aurora_connection_buffer_bytes",
-        "Bytes of read and write buffers held by open connections.", service).labels(serviceName);
+        "Bytes of read and write buffers held by open connections and kept for reuse.", service).labels(serviceName);
     accepted = reg.counter("aurora_connections_accepted", "Connections accepted.", service).labels(serviceName);
     rejected = reg.counter("aurora_connections_rejected", "Connections refused at the connection limit.", service)
         .labels(serviceName);
@@ -283,6 +283,7 @@ unittest
     Buffer b;
     scope (exit) b.release();
     auto r = Response(&b, false, true);
+    r.begin(200, "text/plain");
     const before = gcAllocatedInThisThread();
     foreach (i; 0 .. 1000)
         requestPath(workerMetrics[0]);

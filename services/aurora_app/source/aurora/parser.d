@@ -104,7 +104,7 @@ struct Parser
     ushort errorStatus;         /// set when parse returns `error`
     const(char)[] errorReason;  /// short text for the error body
     size_t consumed;            /// set when parse returns `done`
-    bool expectContinue;        /// head complete, body pending, client sent Expect: 100-continue
+    bool expectContinue;        /// head complete, body pending, an HTTP/1.1 client sent Expect: 100-continue
 
     /// True once the blank line ending the header section has been seen.
     bool headComplete() const { return phase != Phase.head; }
@@ -346,8 +346,8 @@ private:
             }
             else if (ieq(name, "host"))
                 hosts++;
-            else if (ieq(name, "expect") && ieq(value, "100-continue"))
-                expectContinue = true;
+            else if (ieq(name, "expect") && ieq(value, "100-continue") && req.minorVersion >= 1)
+                expectContinue = true; // RFC 9110 §10.1.1: ignored from HTTP/1.0 clients
         }
         if (sawTE && req.hasContentLength)
             return fail(400, "both Content-Length and Transfer-Encoding");
@@ -809,4 +809,20 @@ unittest
     assert(f.st == ParseStatus.done && r.path == "/" && r.query is null);
     f = feed(r, "GET http:/// HTTP/1.1\r\nHost: a\r\n\r\n");
     assert(f.st == ParseStatus.error && f.status == 400);
+}
+
+unittest
+{   // Expect: 100-continue counts from HTTP/1.1 clients only (RFC 9110 §10.1.1)
+    static ubyte[256] buf;
+    foreach (minor, want; [false, true])
+    {
+        Parser p;
+        Request r;
+        const text = minor ? "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n"
+                           : "POST / HTTP/1.0\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n";
+        buf[0 .. text.length] = cast(const(ubyte)[]) text;
+        size_t len = text.length;
+        assert(p.parse(buf.ptr, len, r) == ParseStatus.needMore);
+        assert(p.headComplete && p.expectContinue == want);
+    }
 }

@@ -7,6 +7,11 @@
  * up front take the direct path (`send`); generated bodies are streamed into
  * the buffer (`begin` / `put...` / `finish`) and their Content-Length is
  * patched in afterwards.
+ *
+ * A handler that misuses the builder (`send` or `begin` twice, `begin`
+ * without `finish`, `put` outside `begin`/`finish`) does not get a broken
+ * response on the wire: the builder marks itself `misused` and ignores the
+ * rest, and the server replaces whatever it wrote with one clean 500.
  */
 module aurora.response;
 
@@ -46,15 +51,24 @@ struct Buffer
         return true;
     }
 
-    /// Give back memory above `keep` bytes of capacity when empty.
+    /// When empty, give back the capacity above `keep` bytes (0: all of it).
     void shrink(size_t keep)
     {
-        if (len == 0 && cap > keep)
+        if (len != 0 || cap <= keep)
+            return;
+        if (keep)
         {
-            free(ptr);
-            ptr = null;
-            cap = 0;
+            auto p = cast(ubyte*) realloc(ptr, keep);
+            if (p !is null)
+            {
+                ptr = p;
+                cap = keep;
+                return;
+            }
         }
+        free(ptr);
+        ptr = null;
+        cap = 0;
     }
 
     void release()
@@ -192,18 +206,45 @@ struct Response
     Buffer* buf;
     bool headOnly;      /// HEAD request: headers only, Content-Length of the GET
     bool keepAlive;     /// false: add "Connection: close"
+    bool announceKeepAlive; /// HTTP/1.0 keep-alive: add "Connection: keep-alive"
     ushort status;
-    bool done;
+    bool done;          /// a whole response was written (send, or begin ... finish)
+    bool misused;       /// the handler broke the protocol of the builder; output since `start` is void
 
+    private bool streaming;  // between begin and finish
+    private size_t start;    // buf.len when this response began
     private size_t clPos;
     private size_t bodyStart;
 
-    this(Buffer* b, bool head, bool keep)
+    this(Buffer* b, bool head, bool keep, bool announceKeep = false)
     {
         buf = b;
         headOnly = head;
         keepAlive = keep;
+        announceKeepAlive = announceKeep && keep;
+        start = b.len;
     }
+
+    /// A whole, well-formed response is in the buffer.
+    bool complete() const { return done && !misused; }
+
+    /// Take back everything this response wrote, so another one can be sent.
+    void discard()
+    {
+        if (buf.len > start)
+            buf.len = start;
+        done = misused = streaming = false;
+        status = 0;
+    }
+
+    private bool misuse()
+    {
+        misused = true;
+        return false;
+    }
+
+    /// True while body bytes may be added; otherwise flags the misuse.
+    private bool inBody() { return streaming ? true : misuse(); }
 
     private void head(ushort code, const(char)[] contentType, const(char)[] extraHeaders)
     {
@@ -212,6 +253,8 @@ struct Response
         buf.put(dateLine());
         if (!keepAlive)
             buf.put("Connection: close\r\n");
+        else if (announceKeepAlive)
+            buf.put("Connection: keep-alive\r\n");
         if (contentType.length)
         {
             buf.put("Content-Type: ");
@@ -226,6 +269,11 @@ struct Response
     void send(ushort code, const(char)[] contentType, const(void)[] body,
               const(char)[] extraHeaders = null)
     {
+        if (done || streaming || misused)
+        {
+            misuse();
+            return;
+        }
         buf.reserve(160 + contentType.length + extraHeaders.length + body.length);
         head(code, contentType, extraHeaders);
         buf.put("Content-Length: ");
@@ -239,6 +287,12 @@ struct Response
     /// Streaming path: write headers, then the body with put*, then finish().
     void begin(ushort code, const(char)[] contentType, const(char)[] extraHeaders = null)
     {
+        if (done || streaming || misused)
+        {
+            misuse();
+            return;
+        }
+        streaming = true;
         head(code, contentType, extraHeaders);
         buf.put("Content-Length: ");
         clPos = buf.len;
@@ -246,16 +300,18 @@ struct Response
         bodyStart = buf.len;
     }
 
-    void put(const(char)[] s) { buf.put(s); }
-    void put(const(ubyte)[] s) { buf.put(s); }
-    void putChar(char c) { buf.putChar(c); }
-    void putUint(ulong v) { buf.putUint(v); }
-    void putInt(long v) { buf.putInt(v); }
+    void put(const(char)[] s) { if (inBody()) buf.put(s); }
+    void put(const(ubyte)[] s) { if (inBody()) buf.put(s); }
+    void putChar(char c) { if (inBody()) buf.putChar(c); }
+    void putUint(ulong v) { if (inBody()) buf.putUint(v); }
+    void putInt(long v) { if (inBody()) buf.putInt(v); }
 
     /// A JSON string literal with the escapes RFC 8259 requires.
     void putJsonString(const(char)[] s)
     {
         static immutable hex = "0123456789abcdef";
+        if (!inBody())
+            return;
         buf.reserve(s.length + 2);
         buf.putChar('"');
         size_t run = 0;
@@ -286,6 +342,9 @@ struct Response
     /// Patch the Content-Length in and close the streamed response.
     void finish()
     {
+        if (!inBody())
+            return;
+        streaming = false;
         if (buf.failed)
             return;
         const n = buf.len - bodyStart;
@@ -365,4 +424,52 @@ unittest
     assert(statusLine(431) == "HTTP/1.1 431 Request Header Fields Too Large\r\nServer: aurora\r\n");
     char[20] t;
     assert(formatUint(0, t) == "0" && formatUint(18446744073709551615UL, t) == "18446744073709551615");
+}
+
+unittest
+{   // misuse is flagged and stops output; discard takes the response back
+    Buffer b;
+    scope (exit) b.release();
+    b.put("before");
+    auto r = Response(&b, false, true);
+    r.send(200, "text/plain", "one");
+    assert(r.complete);
+    const afterOne = b.len;
+    r.send(200, "text/plain", "two");   // send twice
+    assert(r.misused && !r.complete && b.len == afterOne);
+    r.put("x");
+    assert(b.len == afterOne);
+    r.discard();
+    assert(b.len == 6 && !r.done && !r.misused);
+    r.send(500, "text/plain", "clean");
+    assert(r.complete);
+
+    b.len = 0;
+    r = Response(&b, false, true);
+    r.put("no begin");                  // put before begin
+    assert(r.misused && b.len == 0);
+
+    r = Response(&b, false, true);
+    r.begin(200, "text/plain");
+    r.put("half");                      // begin without finish
+    assert(!r.done && !r.misused);
+    r.discard();
+    assert(b.len == 0);
+
+    r = Response(&b, false, true);
+    r.begin(200, "text/plain");
+    r.begin(200, "text/plain");         // begin twice
+    r.finish();
+    assert(r.misused && !r.complete);
+
+    // HTTP/1.0 keep-alive is announced; HTTP/1.1's is implicit
+    import std.algorithm.searching : canFind;
+    b.len = 0;
+    r = Response(&b, false, true, true);
+    r.send(200, "text/plain", "x");
+    assert((cast(const(char)[]) b.data).canFind("Connection: keep-alive\r\n"));
+    b.len = 0;
+    r = Response(&b, false, false, true);
+    r.send(200, "text/plain", "x");
+    assert(!(cast(const(char)[]) b.data).canFind("keep-alive"));
 }

@@ -52,6 +52,8 @@ struct Match
 struct Router
 {
     Route[] routes;
+    /// "Allow: ...\r\n" with every method the server answers (the `OPTIONS *` response)
+    string allowAll = "Allow: OPTIONS\r\n";
 
     /// Register a route; `pattern` must start with '/'.
     void add(Method method, string pattern, Handler handler)
@@ -93,6 +95,17 @@ struct Router
         foreach (ref o; routes)
             if (o.pattern == pattern)
                 o.allowHeader = allow;
+        // and the server-wide one, in the order of Method
+        string all = "Allow: ";
+        foreach (m; [Method.GET, Method.HEAD, Method.POST, Method.PUT, Method.DELETE, Method.PATCH])
+        {
+            bool has = false;
+            foreach (ref o; routes)
+                has = has || o.method == m || (m == Method.HEAD && o.method == Method.GET);
+            if (has)
+                all ~= methodName(m) ~ ", ";
+        }
+        allowAll = all ~ "OPTIONS\r\n";
     }
 
     /// Find the route for `method` and `path`; fills `params`.
@@ -192,4 +205,7 @@ unittest
     assert(m.route == -1 && m.allowHeader == "Allow: GET, HEAD\r\n");
     m = r.match(Method.GET, "/users/5", p);
     assert(m.route == -1 && m.allowHeader == "Allow: POST\r\n");
+
+    assert(r.allowAll == "Allow: GET, HEAD, POST, OPTIONS\r\n");
+    assert(Router.init.allowAll == "Allow: OPTIONS\r\n");
 }

@@ -42,6 +42,7 @@ struct ServerConfig
     uint workers = 0;                 /// 0: one per CPU this process may run on
     Limits limits;
     uint headerTimeoutMs = 10_000;    /// whole header section must arrive within this
+    uint requestTimeoutMs = 60_000;   /// whole request (header section and body) must arrive within this
     uint idleTimeoutMs = 30_000;      /// keep-alive idle / no-progress timeout
     uint drainTimeoutMs = 10_000;     /// graceful shutdown: give up after this
     uint lingerMs = 2_000;            /// after a closing response, wait for the peer's FIN
@@ -53,7 +54,9 @@ struct ServerConfig
 private enum size_t readChunk = 4096;       // a connection's own read buffer: initial size, growth step
 private enum size_t scratchSize = 64 * 1024; // the worker's shared input buffer
 private enum size_t highWater = 256 * 1024; // stop parsing while this much output waits
-private enum size_t keepBuffer = 64 * 1024; // idle connections give back bigger buffers
+private enum size_t keepBuffer = 64 * 1024; // a busy connection keeps up to this between requests
+private enum size_t idleBuffer = readChunk;  // an idle (or closed) connection keeps at most this per buffer
+private enum size_t maxPooled = 1024;        // closed connections kept for reuse, per worker
 private enum ulong idListener = 1, idWake = 2;
 
 private shared int liveConnections;
@@ -81,6 +84,7 @@ struct Connection
     bool writeBlocked;
     bool readPaused;      // stopped parsing/reading because of output backpressure
     bool peerClosed;
+    bool finSeen;         // epoll reported the peer's FIN (EPOLLRDHUP): read on to EOF
     bool sentContinue;
     Connection* nextFree;
 }
@@ -127,6 +131,8 @@ struct Worker
     Connection** conns;
     size_t nconns, capConns;
     Connection* freeList;
+    size_t nfree;           // connections in freeList
+    long pooledBytes;       // buffer capacity held by the connections in freeList
 
     Request req;
     Params params;
@@ -173,6 +179,8 @@ struct Worker
         nowMs = monoMs();
         long lastSweep = nowMs;
         uint minTimeout = cfg.headerTimeoutMs < cfg.idleTimeoutMs ? cfg.headerTimeoutMs : cfg.idleTimeoutMs;
+        if (cfg.requestTimeoutMs < minTimeout)
+            minTimeout = cfg.requestTimeoutMs;
         int sweepEvery = cast(int)(minTimeout / 4);
         if (sweepEvery < 10) sweepEvery = 10;
         if (sweepEvery > 1000) sweepEvery = 1000;
@@ -206,12 +214,7 @@ struct Worker
         }
         foreach_reverse (i; 0 .. nconns)
             closeConn(conns[i]);
-        while (freeList)
-        {
-            auto c = freeList;
-            freeList = c.nextFree;
-            free(c);
-        }
+        trimPool(0);
         free(conns);
         scratchIn.release();
         scratchOut.release();
@@ -286,6 +289,8 @@ private:
         {
             c = freeList;
             freeList = c.nextFree;
+            nfree--;
+            pooledBytes -= c.rbuf.cap + c.wbuf.cap;
         }
         else
         {
@@ -316,12 +321,31 @@ private:
         auto last = conns[--nconns];
         conns[c.slot] = last;
         last.slot = c.slot;
-        c.rbuf.shrink(keepBuffer);
-        c.wbuf.shrink(keepBuffer);
         c.rbuf.len = c.wbuf.len = 0;
         c.rbuf.failed = c.wbuf.failed = false;
+        c.rbuf.shrink(idleBuffer);
+        c.wbuf.shrink(idleBuffer);
+        // kept for reuse (never freed here: callers may still look at c.fd);
+        // the sweep trims the pool to maxPooled
         c.nextFree = freeList;
         freeList = c;
+        nfree++;
+        pooledBytes += c.rbuf.cap + c.wbuf.cap;
+    }
+
+    /// Free pooled connections (and their buffers) beyond `keep`.
+    void trimPool(size_t keep)
+    {
+        while (nfree > keep)
+        {
+            auto c = freeList;
+            freeList = c.nextFree;
+            nfree--;
+            pooledBytes -= c.rbuf.cap + c.wbuf.cap;
+            c.rbuf.release();
+            c.wbuf.release();
+            free(c);
+        }
     }
 
     void onEvent(Connection* c, uint ev)
@@ -333,6 +357,10 @@ private:
             closeConn(c);
             return;
         }
+        // edge-triggered: the FIN is reported once, maybe together with the
+        // request before it; remember it so that reading goes on to EOF
+        if (ev & (EPOLLRDHUP | EPOLLHUP))
+            c.finSeen = true;
         if ((ev & EPOLLOUT) && c.writeBlocked)
         {
             if (!flush(c))
@@ -343,6 +371,11 @@ private:
             {
                 c.readPaused = false;
                 onReadable(c);
+                return;
+            }
+            if (c.peerClosed && !c.lingering)
+            {   // the last output for a peer that has gone
+                closeConn(c);
                 return;
             }
         }
@@ -395,8 +428,9 @@ private:
                         c.requestStartMs = nowMs;
                     }
                     process(c, inb);
-                    if (cast(size_t) n < space)
+                    if (cast(size_t) n < space && !c.finSeen)
                         break; // drained: edge-triggered epoll reports new data
+                    // (after a FIN, read on: the next read returns EOF)
                 }
                 else if (n == 0)
                     c.peerClosed = true;
@@ -461,10 +495,21 @@ private:
             }
             if (st == ParseStatus.needMore)
             {
+                // the head is complete (parsed into `req` by this very call)
+                // and the body pending: 100 Continue only for a request that
+                // will be served; otherwise the final status right away, and
+                // the connection closes after it (its body is drained, unread)
                 if (c.parser.expectContinue && !c.sentContinue)
                 {
                     c.sentContinue = true;
-                    outb.put(continueResponse);
+                    if (willServe())
+                        outb.put(continueResponse);
+                    else
+                    {
+                        c.closeAfterWrite = true;
+                        dispatch(c, outb, false);
+                        done = inb.len;
+                    }
                 }
                 break;
             }
@@ -517,27 +562,19 @@ private:
         }
     }
 
+    /// Whether `req` (head parsed) has a route that will answer it.
+    bool willServe()
+    {
+        return req.method != Method.OTHER && router.match(req.method, req.path, params).route >= 0;
+    }
+
     void dispatch(Connection* c, Buffer* outb, bool timed)
     {
         const t0 = record ? monoNs() : 0;
-        auto res = Response(outb, req.method == Method.HEAD, req.keepAlive && !shuttingDown);
-        const m = router.match(req.method, req.path, params);
-        size_t label;
-        if (m.route >= 0)
-        {
-            router.routes[m.route].handler(req, res, params);
-            if (!res.done)
-                res.send(500, "text/plain", "handler sent no response\n");
-            label = routeLabel(m.route);
-        }
-        else
-        {
-            label = unmatchedRoute();
-            if (m.allowHeader.length)
-                res.send(405, "text/plain", "method not allowed\n", m.allowHeader);
-            else
-                res.send(404, "text/plain", "not found\n");
-        }
+        const keep = req.keepAlive && !shuttingDown && !c.closeAfterWrite;
+        auto res = Response(outb, req.method == Method.HEAD, keep, req.minorVersion == 0);
+        const route = respond(*router, req, params, res);
+        const label = route >= 0 ? routeLabel(route) : unmatchedRoute();
         if (!record)
             return;
         const ns = monoNs() - t0;
@@ -727,22 +764,27 @@ private:
                 if (idleFor >= cfg.idleTimeoutMs)
                     closeConn(c);
             }
-            else if (c.inRequest && !c.parser.headComplete)
-            {
-                if (nowMs - c.requestStartMs >= cfg.headerTimeoutMs)
-                    timeoutRequest(c);
-            }
             else if (c.inRequest)
             {
-                if (idleFor >= cfg.idleTimeoutMs)
+                // header section: its own deadline; the whole request: the
+                // request deadline, however steadily bytes trickle in; and no
+                // progress for the idle timeout
+                const requestFor = nowMs - c.requestStartMs;
+                if ((!c.parser.headComplete && requestFor >= cfg.headerTimeoutMs)
+                        || requestFor >= cfg.requestTimeoutMs || idleFor >= cfg.idleTimeoutMs)
                     timeoutRequest(c);
             }
             else if (idleFor >= cfg.idleTimeoutMs || shuttingDown)
                 closeConn(c);
             else
+            {   // idle keep-alive connection: back to the small buffers
+                c.rbuf.shrink(idleBuffer);
+                c.wbuf.shrink(idleBuffer);
                 bufBytes += c.rbuf.cap + c.wbuf.cap;
+            }
         }
-        setBufferBytes(metrics, bufBytes);
+        trimPool(maxPooled);
+        setBufferBytes(metrics, bufBytes + pooledBytes);
         publishGcCounter();
     }
 
@@ -771,6 +813,46 @@ private:
                 closeConn(c);
         }
     }
+}
+
+/**
+ * Answer a parsed request into `res`: 501 for a method the server does not
+ * implement, `OPTIONS *` with the server's Allow, the route's handler, or
+ * 404/405. Returns the route index, -1 when no route answered.
+ *
+ * A handler that misuses the builder, or writes no response, never gets a
+ * broken response out: what it wrote is taken back and one clean 500 is
+ * written instead.
+ */
+int respond(ref const Router router, ref const Request req, ref Params params,
+            ref Response res) @nogc nothrow
+{
+    if (req.method == Method.OTHER)
+    {
+        res.send(501, "text/plain", "method not implemented\n");
+        return -1;
+    }
+    if (req.method == Method.OPTIONS && req.path == "*")
+    {
+        res.send(200, null, null, router.allowAll);
+        return -1;
+    }
+    const m = router.match(req.method, req.path, params);
+    if (m.route < 0)
+    {
+        if (m.allowHeader.length)
+            res.send(405, "text/plain", "method not allowed\n", m.allowHeader);
+        else
+            res.send(404, "text/plain", "not found\n");
+        return -1;
+    }
+    router.routes[m.route].handler(req, res, params);
+    if (!res.complete)
+    {
+        res.discard();
+        res.send(500, "text/plain", "handler error\n");
+    }
+    return m.route;
 }
 
 /// Whether another socket already listens on host:port. Our listeners use
@@ -844,4 +926,89 @@ int openListener(string host, ushort port, int backlog, ref ushort boundPort,
     getsockname(fd, cast(sockaddr*)&sa, &l);
     boundPort = ntohs(sa.sin_port);
     return fd;
+}
+
+version (unittest)
+{
+    // handlers that misuse the response builder
+    private void beginNoFinish(ref const Request, ref Response res, ref const Params) @nogc nothrow
+    {
+        res.begin(200, "text/plain");
+        res.put("partial");
+    }
+
+    private void sendTwice(ref const Request, ref Response res, ref const Params) @nogc nothrow
+    {
+        res.send(200, "text/plain", "one");
+        res.send(200, "text/plain", "two");
+    }
+
+    private void putAfterSend(ref const Request, ref Response res, ref const Params) @nogc nothrow
+    {
+        res.send(200, "text/plain", "one");
+        res.put("trailing garbage");
+    }
+
+    private void beginTwice(ref const Request, ref Response res, ref const Params) @nogc nothrow
+    {
+        res.begin(200, "text/plain");
+        res.put("a");
+        res.begin(201, "text/plain");
+        res.put("b");
+        res.finish();
+    }
+
+    private void noResponse(ref const Request, ref Response, ref const Params) @nogc nothrow {}
+
+    private void wellBehaved(ref const Request, ref Response res, ref const Params) @nogc nothrow
+    {
+        res.begin(200, "text/plain");
+        res.put("fine");
+        res.finish();
+    }
+
+    /// Dispatch one GET of `path` and return exactly what was put in the output buffer.
+    private string dispatchOnce(const(char)[] path, ref Router router)
+    {
+        ServerConfig cfg;
+        auto w = new Worker;
+        w.cfg = &cfg;
+        w.router = &router;
+        w.record = false;
+        Connection c;
+        Parser p;
+        char[256] raw;
+        const text = "GET " ~ path ~ " HTTP/1.1\r\nHost: t\r\n\r\n";
+        raw[0 .. text.length] = text;
+        size_t len = text.length;
+        assert(p.parse(cast(ubyte*) raw.ptr, len, w.req) == ParseStatus.done);
+        Buffer out_;
+        scope (exit) out_.release();
+        out_.put("PREVIOUS");  // a response already batched for the connection must stay intact
+        w.dispatch(&c, &out_, false);
+        return (cast(const(char)[]) out_.data).idup;
+    }
+}
+
+unittest
+{   // a handler that misuses the builder yields exactly one clean 500 (never a broken response)
+    import std.algorithm.searching : count, endsWith, startsWith;
+
+    Router r;
+    r.add(Method.GET, "/begin-no-finish", &beginNoFinish);
+    r.add(Method.GET, "/send-twice", &sendTwice);
+    r.add(Method.GET, "/put-after-send", &putAfterSend);
+    r.add(Method.GET, "/begin-twice", &beginTwice);
+    r.add(Method.GET, "/none", &noResponse);
+    r.add(Method.GET, "/ok", &wellBehaved);
+    foreach (path; ["/begin-no-finish", "/send-twice", "/put-after-send", "/begin-twice", "/none"])
+    {
+        const s = dispatchOnce(path, r);
+        assert(s.startsWith("PREVIOUSHTTP/1.1 500 Internal Server Error\r\n"), path ~ ": " ~ s);
+        assert(s.count("HTTP/1.1") == 1, path ~ ": " ~ s);
+        assert(s.endsWith("\r\n\r\nhandler error\n"), path ~ ": " ~ s);
+        assert(s.count("Content-Length: ") == 1, path ~ ": " ~ s);
+    }
+    const ok = dispatchOnce("/ok", r);
+    assert(ok.startsWith("PREVIOUSHTTP/1.1 200 OK\r\n") && ok.endsWith("Content-Length: 4\r\n\r\nfine"), ok);
 }
