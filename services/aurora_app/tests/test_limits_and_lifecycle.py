@@ -9,6 +9,24 @@ import pytest
 from rawhttp import Reader, get, metric_value, request, wait_until
 
 
+def trickle_until_answered(s, rd, pieces) -> bool:
+    """Send the pieces 0.1 s apart until the server answers (bytes land in ``rd``) or closes."""
+    for piece in pieces:
+        try:
+            s.sendall(piece)
+        except (BrokenPipeError, ConnectionResetError):
+            return False
+        s.settimeout(0.1)
+        try:
+            chunk = s.recv(4096)
+            if chunk:
+                rd.buf += chunk
+                return True
+        except socket.timeout:
+            pass
+    return False
+
+
 def test_slowloris_header_timeout(make_server):
     srv = make_server("--header-timeout-ms", "600", "--idle-timeout-ms", "30000")
     with srv.connect() as s:
@@ -16,21 +34,7 @@ def test_slowloris_header_timeout(make_server):
         start = time.monotonic()
         s.sendall(b"GET /plaintext HTTP/1.1\r\nHost: t\r\n")
         # keep trickling header bytes: activity must not extend the deadline
-        got = None
-        for i in range(40):
-            try:
-                s.sendall(b"X-%d: y\r\n" % i)
-            except (BrokenPipeError, ConnectionResetError):
-                break
-            s.settimeout(0.1)
-            try:
-                chunk = s.recv(4096)
-                if chunk:
-                    rd.buf += chunk
-                    got = True
-                    break
-            except socket.timeout:
-                pass
+        got = trickle_until_answered(s, rd, (b"X-%d: y\r\n" % i for i in range(40)))
         assert got, "no timeout response"
         s.settimeout(5)
         r = rd.read_response()
@@ -235,21 +239,8 @@ def test_trickled_body_hits_the_request_deadline(make_server):
         rd = Reader(s)
         start = time.monotonic()
         s.sendall(b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n")
-        got = False
-        for _ in range(100):  # one byte every 0.1 s: never idle for long
-            try:
-                s.sendall(b"x")
-            except (BrokenPipeError, ConnectionResetError):
-                break
-            s.settimeout(0.1)
-            try:
-                chunk = s.recv(4096)
-                if chunk:
-                    rd.buf += chunk
-                    got = True
-                    break
-            except socket.timeout:
-                pass
+        # one byte every 0.1 s: never idle for long
+        got = trickle_until_answered(s, rd, (b"x" for _ in range(100)))
         assert got, "no response to a body trickled for 10 s"
         s.settimeout(5)
         r = rd.read_response()
