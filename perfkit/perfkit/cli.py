@@ -161,6 +161,8 @@ def list_scenarios(reg: Registry) -> str:
         for m in sc.members():
             only = getattr(m, "suites", None)
             note = f" (suites: {', '.join(only)})" if only and len(only) < len(SUITES) else ""
+            served = getattr(m, "workloads", None)
+            note += f" (workloads: {', '.join(served)})" if served else ""
             lines.append(f"  {m.role:<8} {m.name}{note}")
         for w in sc.workloads:
             lines.append(f"  workload {w.name}: {w.method} {w.path} ({w.mode}, suites: {', '.join(w.suites)})")
@@ -426,6 +428,11 @@ def _paired_selection(reg: Registry, base: str, variant: str, workload: str | No
         if workload not in by:
             raise ScenarioError(f"unknown workload {workload!r} in scenario {sc.name!r} (valid: {', '.join(by)})")
         w = by[workload]
+    systems = {m.name: m for m in sc.systems}
+    for _, member in names:
+        if not systems[member].serves(w.name):
+            raise ScenarioError(f"system {member!r} does not serve workload {w.name!r} "
+                                f"(its workloads: {', '.join(systems[member].workloads)})")
     return sc, names[0][1], names[1][1], w
 
 

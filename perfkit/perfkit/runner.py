@@ -220,9 +220,10 @@ class ServerRun:
                              "status": "ok", "systems": [], "workloads": []}
 
     def steps(self) -> int:
-        wl = len(self.sc.workloads_for(self.settings.suite))
         s = self.settings
-        return len(self.started) * (1 + wl * (s.repeat * (1 + len(s.levels)) + s.search_steps))
+        per_workload = s.repeat * (1 + len(s.levels)) + s.search_steps
+        runs = sum(st.system.serves(w.name) for st in self.started for w in self.sc.workloads_for(s.suite))
+        return len(self.started) + runs * per_workload
 
     def _check_alive(self, st: Started) -> bool:
         if st.ok and st.proc and not st.proc.alive():
@@ -278,7 +279,7 @@ class ServerRun:
                 "connections": w.connections, "slo_p99_us": w.slo_p99_us, "rates": [], "cpu_rate": None,
                 "results": {}}
         self.record["workloads"].append(wrec)
-        live = [st for st in self.started if st.ok]
+        live = [st for st in self.started if st.ok and st.system.serves(w.name)]
         per = {st.system.name: _Tally() for st in live}
         before = {st.system.name: promtext.scrape(substitute(st.system.metrics, st.values, s.bins))
                   for st in live if st.system.metrics}

@@ -61,6 +61,11 @@ class System:
     ready_timeout_s: float = 30.0
     suites: tuple[str, ...] = SUITES  # server scenarios: the suites this system runs in (default: all)
     url: str | None = None  # a system the bench does not start: the base URL it already answers at
+    # server scenarios: the workloads this system serves (None: all); the others are not run against it
+    workloads: tuple[str, ...] | None = None
+
+    def serves(self, workload: str) -> bool:
+        return self.workloads is None or workload in self.workloads
 
     def bins(self) -> set[str]:
         """The ``${bin:NAME}`` binaries this system needs."""
@@ -209,7 +214,7 @@ def _url(ctx, where, v, key, schemes) -> str:
 def _system(ctx, where, t, *, roles=ROLES) -> System:
     _check_keys(ctx, where, t, ("name",),
                 ("command", "ready", "url", "role", "description", "env", "cwd", "metrics", "files", "version",
-                 "ready_timeout_s", "suites"))
+                 "ready_timeout_s", "suites", "workloads"))
     name = _name(ctx, where, t["name"])
     where = f"{where} {name!r}"
     role = _enum(ctx, where, t.get("role", "peer"), "role", roles)
@@ -251,6 +256,13 @@ def _system(ctx, where, t, *, roles=ROLES) -> System:
     timeout = t.get("ready_timeout_s", 30.0)
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 < timeout <= 600:
         ctx.fail(where, "'ready_timeout_s' must be a number in (0, 600]")
+    workloads = None
+    if "workloads" in t:
+        if roles != ROLES:
+            ctx.fail(where, "'workloads' is for the systems of a server scenario")
+        workloads = _str_list(ctx, where, t["workloads"], "workloads")
+        if not workloads:
+            ctx.fail(where, "'workloads' must name at least one workload (leave it out for all)")
     return System(
         name=name, role=role, command=command, url=url,
         ready=_url(ctx, where, t.get("ready") or _tcp_of(url), "ready", ("http", "tcp")),
@@ -261,6 +273,7 @@ def _system(ctx, where, t, *, roles=ROLES) -> System:
         version=_version(ctx, where, t["version"]) if "version" in t else Version(),
         ready_timeout_s=float(timeout),
         suites=suites,
+        workloads=workloads,
     )
 
 
@@ -359,6 +372,21 @@ def _unique(ctx, where, names: list[str], what: str) -> None:
         seen.add(n)
 
 
+def _check_served(ctx, systems: tuple[System, ...], workloads: tuple[Workload, ...]) -> None:
+    """A system's ``workloads`` name workloads of the scenario; the service serves every one of them (it is
+    what every workload compares)."""
+    names = [w.name for w in workloads]
+    for i, s in enumerate(systems):
+        if s.workloads is None:
+            continue
+        where = f"systems[{i}] {s.name!r}"
+        for n in s.workloads:
+            if n not in names:
+                ctx.fail(where, f"unknown workload {n!r} in 'workloads' (valid: {', '.join(names)})")
+        if s.role == "service":
+            ctx.fail(where, "the service serves every workload: drop its 'workloads'")
+
+
 def load_file(path: str) -> Scenario:
     """Parse and validate one scenario file; raise ScenarioError with the file and the reason."""
     ctx = _Ctx(path)
@@ -393,6 +421,7 @@ def load_file(path: str) -> Scenario:
         _unique(ctx, "systems", [s.name for s in systems], "system")
         if sum(s.role == "service" for s in systems) != 1:
             ctx.fail("systems", "exactly one system must have role = 'service'")
+        _check_served(ctx, systems, workloads)
         ref = doc.get("rate_reference")
         if ref is not None:
             _enum(ctx, "top level", _str(ctx, "top level", ref, "rate_reference"), "rate_reference",

@@ -36,11 +36,20 @@ def test_every_scenario_file_loads_and_validates():
         assert set(sc.workloads_for("quick")) <= set(sc.workloads_for("full")) | set(sc.workloads_for("quick"))
     # the four services of the repo are registered, with their peers
     assert {"aquilia_app", "aurora_app", "rpc_app", "requestx_client"} <= set(reg.names())
-    assert {"aquilia", "sanic", "fastapi", "blacksheep", "raw-asgi-granian"} <= set(reg.get("aquilia_app").member_names())
     aq = reg.get("aquilia_app")
-    assert "aquilia_app-nometrics" in aq.member_names()
-    assert {s.name for s in aq.systems if s.role == "variant"} == {"aquilia_app-nometrics", "aquilia_app-asgi"}
-    assert {"ping", "json", "json-large", "html"} <= {w.name for w in aq.workloads_for("full")}
+    assert {"aquilia", "sanic", "sanic-w2", "fastapi", "blacksheep", "litestar", "falcon",
+            "raw-asgi-granian"} <= set(aq.member_names())
+    assert {s.name for s in aq.systems if s.role == "variant"} == {
+        "aquilia_app-nometrics", "aquilia_app-asgi", "aquilia_app-uvicorn", "aquilia_app-w2"}
+    assert [w.name for w in aq.workloads_for("quick")] == ["json"]  # the quick suite stays short
+    assert {"ping", "json", "json-large", "html", "stream", "items-post", "page", "ws-echo"} <= {
+        w.name for w in aq.workloads_for("full")}
+    # the original and the floors serve the classic five only; everything else serves every workload
+    classic = {"json", "ping", "json-large", "html", "ping-c16"}
+    for s in aq.systems:
+        limited = s.name == "aquilia" or s.role == "floor"
+        assert {w.name for w in aq.workloads if s.serves(w.name)} == (
+            classic if limited else {w.name for w in aq.workloads}), s.name
     assert "nginx" in reg.get("aurora_app").member_names()
     assert [s.name for s in reg.get("aurora_app").systems if s.role == "floor"] == ["hyper"]
     assert reg.get("rpc_app").workloads[0].mode == "ws"
@@ -57,6 +66,15 @@ def test_peer_app_files_named_by_the_scenarios_exist():
                     assert os.path.exists(os.path.join(PERFKIT_DIR, "peers", part.split("/", 1)[1])), part
                 if part.endswith(":app") and "${peers}" in s.command:
                     assert os.path.exists(os.path.join(PERFKIT_DIR, "peers", part.split(":")[0] + ".py")), part
+
+
+WITH_PEER = '''
+[[systems]]
+name = "peer"
+command = ["${{python}}", "-m", "http.server", "${{port}}"]
+ready = "http://127.0.0.1:${{port}}/"
+workloads = WORKLOADS
+'''
 
 
 @pytest.mark.parametrize("mutate, message", [
@@ -76,6 +94,11 @@ def test_peer_app_files_named_by_the_scenarios_exist():
     (lambda t: t.replace("[[systems]]", "[[systems]"), "not valid TOML"),
     (lambda t: t.replace('kind = "server"', 'kind = "server"\nrate_reference = "nginx"'),
      "rate_reference 'nginx' is not valid (valid: svc)"),
+    (lambda t: t.replace('role = "service"', 'role = "service"\nworkloads = ["root"]'),
+     "the service serves every workload: drop its 'workloads'"),
+    (lambda t: t + WITH_PEER.replace("WORKLOADS", '["rooot"]'), "unknown workload 'rooot' in 'workloads' (valid: root)"),
+    (lambda t: t + WITH_PEER.replace("WORKLOADS", "[]"), "'workloads' must name at least one workload"),
+    (lambda t: t + WITH_PEER.replace("WORKLOADS", '"root"'), "'workloads' must be a list of strings"),
 ])
 def test_bad_scenario_file_gives_a_clear_error(tmp_path, mutate, message):
     path = tmp_path / "bad.toml"
@@ -250,3 +273,51 @@ def test_a_variant_of_the_service_is_never_its_best_peer():
     row = summary_rows(doc)[0]
     assert row["best_peer"] == "peer" and row["vs_best_peer"] == 2.0
     assert row["floor"] == "raw" and abs(row["vs_floor"] - 100 / 110) < 1e-9
+
+
+def test_a_workload_runs_only_against_the_systems_serving_it(tmp_path, monkeypatch):
+    """A system's `workloads` keeps the others from being run against it (and from the progress count);
+    paired and gate refuse a workload one of their systems does not serve."""
+    from perfkit.cli import _paired_selection
+    from perfkit.progress import Progress
+    from perfkit.runner import ServerRun, Settings
+
+    text = GOOD.format(name="served") + WITH_PEER.format().replace("WORKLOADS", '["root"]') + \
+        '\n[[workloads]]\nname = "extra"\npath = "/extra"\n'
+    (tmp_path / "served.toml").write_text(text)
+    sc = load_file(str(tmp_path / "served.toml"))
+    assert [s.name for s in sc.systems if s.serves("extra")] == ["svc"]
+    run = ServerRun(sc, None, Settings(suite="full", repeat=1, search_steps=0), Progress(quiet=True))
+    probed = {}
+    monkeypatch.setattr(run, "_probes", lambda w, live, per, publish: probed.setdefault(
+        w.name, [st.system.name for st in live]))
+    for w in sc.workloads:
+        run._workload(w)
+    assert probed == {"root": ["svc", "peer"], "extra": ["svc"]}
+    assert run.steps() == 2 + 3 * (1 + len(Settings().levels))  # 2 starts, 3 (system, workload) pairs
+    reg = Registry([sc])
+    assert _paired_selection(reg, "served/svc", "served/peer", "root")[3].name == "root"
+    with pytest.raises(ScenarioError, match="system 'peer' does not serve workload 'extra' \\(its workloads: root\\)"):
+        _paired_selection(reg, "served/svc", "served/peer", "extra")
+
+
+def test_a_client_scenario_server_takes_no_workloads(tmp_path):
+    text = '''
+name = "c"
+kind = "client"
+[server]
+name = "s"
+command = ["${python}", "-m", "http.server", "${port}"]
+ready = "http://127.0.0.1:${port}/"
+workloads = ["root"]
+[[clients]]
+name = "requests"
+role = "service"
+client = "requests"
+[[workloads]]
+name = "root"
+path = "/"
+'''
+    (tmp_path / "c.toml").write_text(text)
+    with pytest.raises(ScenarioError, match="'workloads' is for the systems of a server scenario"):
+        load_file(str(tmp_path / "c.toml"))

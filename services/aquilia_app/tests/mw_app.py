@@ -1,9 +1,9 @@
 """A small app with pure-ASGI middleware, for the RSGI front end's ASGI adapter (test_rsgi.py)."""
 from aquilia_app import App, Request, Response, StreamingResponse
-from aquilia_app.middleware import Middleware
+from aquilia_app.middleware import ASGIMiddleware
 
 
-class Stamp(Middleware):
+class Stamp(ASGIMiddleware):
     """Adds ``x-stamp`` to every response and counts the request bodies' bytes it saw go by."""
 
     async def __call__(self, scope, receive, send):

@@ -6,7 +6,7 @@ import httpx
 import msgspec
 import pytest
 
-from aquilia_app import (App, BadRequest, Body, Container, Controller, Middleware, MissingDependency, REQUEST,
+from aquilia_app import (App, BadRequest, Body, Container, Controller, ASGIMiddleware, MissingDependency, REQUEST,
                          Request, Response, RouteConflict, StreamingResponse, get, post)
 from aquilia_app.responses import json_bytes, problem
 
@@ -101,13 +101,13 @@ def test_controller_constructor_injection_and_query_binding():
     assert app.url_for("greet", who="x-y") == "/greet/x-y"
 
 
-def test_query_validation_errors_are_400_problem():
+def test_query_validation_errors_are_422_problem():
     app = make_app()
     r = run(call(app, "GET", "/greet/bob?times=abc"))
-    assert r.status_code == 400 and r.headers["content-type"] == "application/problem+json"
+    assert r.status_code == 422 and r.headers["content-type"] == "application/problem+json"
     assert "times" in r.json()["detail"]
     r = run(call(app, "GET", "/greet/need"))
-    assert r.status_code == 400 and "required" in r.json()["detail"]
+    assert r.status_code == 422 and "required" in r.json()["detail"]
 
 
 def test_json_body_struct_validation():
@@ -115,13 +115,13 @@ def test_json_body_struct_validation():
     r = run(call(app, "POST", "/greet/echo", content=b'{"name":"a","n":3}'))
     assert r.status_code == 201 and r.json() == {"name": "a", "n": 3, "path": "/greet/echo"}
     r = run(call(app, "POST", "/greet/echo", content=b'{"name":"a","n":"x"}'))
-    assert r.status_code == 400 and r.json()["title"] == "Validation failed"
+    assert r.status_code == 422 and r.json()["title"] == "Unprocessable Content"
     r = run(call(app, "POST", "/greet/echo", content=b'{"name":'))
     assert r.status_code == 400 and "malformed JSON" in r.json()["detail"]
     r = run(call(app, "POST", "/greet/echo", content=b''))
     assert r.status_code == 400
     r = run(call(app, "POST", "/greet/echo", content=b'{"name":"a","n":1,"extra":1}'))
-    assert r.status_code == 400
+    assert r.status_code == 422
     r = run(call(app, "POST", "/greet/nums", content=b'[1,2,3]'))
     assert r.json() == {"sum": 6}
 
@@ -183,7 +183,7 @@ def test_middleware_sorted_once_by_priority():
     built = []
 
     def mw(tag):
-        class M(Middleware):
+        class M(ASGIMiddleware):
             def __init__(self, app, **opts):
                 super().__init__(app, **opts)
                 built.append(tag)

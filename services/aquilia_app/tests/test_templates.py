@@ -109,3 +109,16 @@ def test_output_escaper_matches_markupsafe():
 
     for v in ["<&>'\"", "", "plain", 0, -7, 10 ** 40, True, None, 2.5, Markup("<b>"), HasHtml(), ["<x>"]]:
         assert str(escape_output(v)) == str(escape(v)), v
+
+
+def test_the_private_internals_used_are_still_there():
+    """templates.py leans on two private names: markupsafe's ``_speedups._escape_inner`` (with a slower
+    fallback) and Jinja2's ``CodeGenerator._output_child_pre`` (overridden). Either moving must fail here,
+    loudly, rather than silently lose the speed-up or the escaping hook."""
+    from jinja2.compiler import CodeGenerator
+
+    from aquilia_app import templates
+
+    assert templates._escape_inner is not None, "markupsafe._speedups._escape_inner is gone: update escape_output"
+    assert callable(getattr(CodeGenerator, "_output_child_pre", None)), \
+        "jinja2's CodeGenerator._output_child_pre is gone: update _EscapeOutputCodeGenerator"

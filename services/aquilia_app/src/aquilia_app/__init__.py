@@ -7,23 +7,39 @@ parameter-binding plans), ``requests``, ``responses``, ``middleware``, ``query``
 ``aquilia_app.app`` is the reference app.
 """
 from .application import App
-from .controllers import Body, Controller, delete, get, patch, post, put, route
+from .background import BackgroundTasks
+from .compression import CompressionMiddleware
+from .controllers import Body, Controller, Cookie, Form, Header, Query, delete, get, patch, post, put, route
+from .cors import CORSMiddleware
 from .di import APP, REQUEST, SINGLETON, Container, CycleError, DIError, MissingDependency, ScopeError
-from .exceptions import (BadRequest, HTTPException, NotFound, PayloadTooLarge, RequestTimeout, ServiceUnavailable,
-                         ValidationFailed)
-from .middleware import Middleware, MiddlewareStack
+from .exceptions import (BadRequest, HTTPException, MethodNotAllowed, NotFound, PayloadTooLarge, RequestTimeout,
+                         ServiceUnavailable, UnsupportedMediaType, ValidationFailed)
+from .files import FileResponse, StaticFiles
+from .forms import FormData, FormLimits, UploadFile
+from .middleware import ASGIMiddleware, Middleware, MiddlewareStack
 from .patterns import PatternError
 from .query import Q, QueryError
 from .requests import Request
-from .responses import HTMLResponse, JSONResponse, Response, StreamingResponse, problem
+from .request_id import RequestIdMiddleware, current_request_id
+from .responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse, problem
 from .routing import RouteConflict, Router, URLBuildError
+from .sessions import SessionMiddleware
+from .sse import EventSourceResponse, ServerSentEvent
+from .timeouts import TimeoutMiddleware
+from .trusted_hosts import TrustedHostMiddleware
+from .websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 __all__ = [
-    "App", "Body", "Controller", "delete", "get", "patch", "post", "put", "route",
+    "App", "BackgroundTasks", "Body", "Controller", "Cookie", "Form", "Header", "Query",
+    "delete", "get", "patch", "post", "put", "route",
     "APP", "REQUEST", "SINGLETON", "Container", "CycleError", "DIError", "MissingDependency", "ScopeError",
-    "BadRequest", "HTTPException", "NotFound", "PayloadTooLarge", "RequestTimeout", "ServiceUnavailable",
-    "ValidationFailed",
-    "Middleware", "MiddlewareStack", "PatternError", "Q", "QueryError", "Request",
-    "HTMLResponse", "JSONResponse", "Response", "StreamingResponse", "problem",
+    "BadRequest", "HTTPException", "MethodNotAllowed", "NotFound", "PayloadTooLarge", "RequestTimeout",
+    "ServiceUnavailable", "ValidationFailed",
+    "ASGIMiddleware", "Middleware", "MiddlewareStack", "PatternError", "Q", "QueryError", "Request",
+    "HTMLResponse", "JSONResponse", "RedirectResponse", "Response", "StreamingResponse", "problem",
+    "FileResponse", "StaticFiles", "EventSourceResponse", "ServerSentEvent", "FormData", "FormLimits", "UploadFile",
+    "WebSocket", "WebSocketDisconnect", "WebSocketState", "UnsupportedMediaType",
+    "CORSMiddleware", "CompressionMiddleware", "RequestIdMiddleware", "current_request_id", "SessionMiddleware",
+    "TimeoutMiddleware", "TrustedHostMiddleware",
     "RouteConflict", "Router", "URLBuildError",
 ]

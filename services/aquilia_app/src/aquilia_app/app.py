@@ -5,12 +5,16 @@ Configuration comes from the environment so every worker process builds the same
 instrumentation off), ``AQUILIA_APP_MAX_BODY`` (bytes, default 1 MiB), ``AQUILIA_APP_POOL`` (SQLite
 connections per worker, default 4), ``AQUILIA_APP_POOL_TIMEOUT`` (seconds a request waits for a free
 connection before a 503, default 5), ``AQUILIA_APP_BODY_TIMEOUT`` (seconds to receive a whole request
-body before a 408, default 30; 0 turns the limit off).
+body before a 408, default 30; 0 turns the limit off), ``AQUILIA_APP_SECRET_KEY`` (signs the /page
+session cookie; unset: a random key per process, so sessions do not survive a restart or span
+workers), ``AQUILIA_APP_ENV`` (``production`` turns the OpenAPI document and docs page off).
 """
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import secrets
 import tempfile
 from typing import Annotated, AsyncIterator
 
@@ -18,6 +22,8 @@ import msgspec
 import orjson
 
 from .application import DEFAULT_BODY_TIMEOUT, App
+from .compression import CompressionMiddleware
+from .cors import CORSMiddleware
 from .controllers import Controller, delete, get, post, put
 from .db import DEFAULT_ACQUIRE_TIMEOUT, Connection, SQLitePool
 from .di import REQUEST, SINGLETON, Container
@@ -26,7 +32,9 @@ from .metrics import Metrics, metrics_response
 from .query import Q, insert_sql
 from .requests import Request
 from .responses import CT_JSON, CT_TEXT, Response, StreamingResponse
+from .sessions import SessionMiddleware
 from .templates import Templates
+from .websockets import WebSocket
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -198,6 +206,26 @@ def _settings(db_path: str, pool_size: int | None, pool_timeout: float | None) -
     return Settings(db_path, size, timeout)
 
 
+PAGE_ORIGIN = "https://app.example"  # the origin the /page workload's browser runs on
+
+
+def _secret_key() -> str:
+    key = os.environ.get("AQUILIA_APP_SECRET_KEY")
+    if not key:
+        logging.getLogger("aquilia_app").warning(
+            "AQUILIA_APP_SECRET_KEY is not set: /page sessions are signed with a random per-process key")
+        key = secrets.token_hex(32)
+    return key
+
+
+def page_middleware() -> list:
+    """What a real page route runs through: CORS for the front end's origin (with credentials), the
+    signed-cookie session, gzip/br/zstd above 500 bytes.  On /page only: the other routes stay plain."""
+    return [CORSMiddleware(allow_origins=[PAGE_ORIGIN], allow_credentials=True),
+            SessionMiddleware(_secret_key()),
+            CompressionMiddleware(minimum_size=500, gzip_level=6)]
+
+
 def create_app(db_path: str | None = None, *, metrics: bool | None = None, max_body: int | None = None,
                pool_size: int | None = None, pool_timeout: float | None = None,
                body_timeout: float | None = None) -> App:
@@ -234,6 +262,21 @@ def create_app(db_path: str | None = None, *, metrics: bool | None = None, max_b
     async def html():
         return templates.response("page.html", title="aquilia_app", service="aquilia_app", rows=HTML_ROWS)
 
+    @app.get("/page", middleware=page_middleware())
+    async def page(request: Request):
+        """A realistic page: the visitor's session (a signed cookie) counts visits; CORS; compressed."""
+        visits = request.session.get("visits", 0) + 1
+        request.session["visits"] = visits
+        return templates.response("page.html", title="aquilia_app", service=f"aquilia_app (visit {visits})",
+                                  rows=HTML_ROWS)
+
+    @app.websocket("/ws-echo")
+    async def ws_echo(ws: WebSocket):
+        """Every text message sent back as it came."""
+        await ws.accept()
+        async for text in ws.iter_text():
+            await ws.send_text(text)
+
     @app.get("/stream")
     async def stream(delay: float = 0.0):
         if not 0.0 <= delay <= 1000.0:
@@ -257,6 +300,8 @@ def create_app(db_path: str | None = None, *, metrics: bool | None = None, max_b
             return metrics_response(m, request.header("accept"))
 
     app.controller(ItemsController)
+    if os.environ.get("AQUILIA_APP_ENV", "development") != "production":
+        app.enable_openapi(title="aquilia_app reference app", version="1.0.0")
 
     return app
 

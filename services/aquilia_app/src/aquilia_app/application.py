@@ -14,15 +14,17 @@ import logging
 from time import perf_counter
 from typing import Any, Callable
 
-from .controllers import P_BODY, bind, build_plan, controller_routes, dependencies_of, plan_needs_scope
+from .controllers import (P_BODY, bind, build_plan, controller_routes, dependencies_of, plan_needs_scope,
+                          plan_reads_form)
 from .di import REQUEST, Container, RequestScope
-from .exceptions import HTTPException
+from .exceptions import HTTPException, MethodNotAllowed, NotFound
 from .metrics import Metrics
-from .middleware import MiddlewareStack
+from .middleware import Middleware, MiddlewareStack
 from .requests import DEFAULT_MAX_BODY, Request
-from .responses import CT_JSON, CT_TEXT, Response, StreamingResponse, json_bytes, problem
+from .responses import CT_JSON, CT_TEXT, PerRequestResponse, Response, json_bytes, problem
 from .routing import Router
-from .rsgi import RSGIRequest, response_headers, send_stream, serve_asgi
+from .rsgi import RSGIRequest, response_headers, serve_asgi
+from .websockets import serve_asgi_websocket, serve_rsgi_websocket
 
 __all__ = ["App"]
 
@@ -38,31 +40,29 @@ DRAIN_TIMEOUT = 1.0  # seconds the response waits for such a body
 
 
 def _closing(resp):
-    """``resp`` saying ``Connection: close``: a copy of a ``Response`` (which may be shared), a
-    ``StreamingResponse`` (made per request) in place."""
-    if isinstance(resp, StreamingResponse):
-        resp.raw_headers = [h for h in resp.raw_headers if h[0] != b"connection"] + [_CLOSE]
-        return resp
-    out = Response(resp.body, resp.status, None, resp.media_type)
-    out.extra = [h for h in resp.extra or () if h[0] != b"connection"] + [_CLOSE]
-    return out
+    """``resp`` saying ``Connection: close`` (a copy of a ``Response``, which may be shared)."""
+    return resp.with_headers([_CLOSE], replace=True)
 
 
 class _Endpoint:
-    __slots__ = ("call", "status", "needs_request", "fn0")
+    __slots__ = ("call", "status", "needs_request", "fn0", "handler", "plan", "owner")
 
-    def __init__(self, call, status, needs_request=True, fn0=None):
+    def __init__(self, call, status, needs_request=True, fn0=None, handler=None, plan=(), owner=None):
         self.call = call
         self.status = status
         self.needs_request = needs_request
         self.fn0 = fn0  # an async handler taking nothing: awaited directly (one coroutine less)
+        self.handler = handler  # the user's function, its binding plan and controller class (OpenAPI)
+        self.plan = plan
+        self.owner = owner
 
 
 class _Pending:
-    __slots__ = ("fn", "cls", "attr", "status", "route")
+    __slots__ = ("fn", "cls", "attr", "status", "route", "middleware")
 
-    def __init__(self, fn, cls, attr, status, route):
+    def __init__(self, fn, cls, attr, status, route, middleware=()):
         self.fn, self.cls, self.attr, self.status, self.route = fn, cls, attr, status, route
+        self.middleware = tuple(middleware)  # native middleware of this route only
 
 
 def to_response(result: Any, status: int = 200) -> Response:
@@ -70,7 +70,7 @@ def to_response(result: Any, status: int = 200) -> Response:
     cls = result.__class__
     if cls is dict or cls is list:
         return Response(json_bytes(result), status, None, CT_JSON)
-    if isinstance(result, (Response, StreamingResponse)):
+    if isinstance(result, (Response, PerRequestResponse)):
         return result
     if result is None:
         return Response(b"", 204 if status == 200 else status)
@@ -87,7 +87,8 @@ class App:
     def __init__(self, *, container: Container | None = None, max_body_size: int = DEFAULT_MAX_BODY,
                  max_header_bytes: int = 16384, max_headers: int = 100,
                  body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
-                 metrics: Metrics | None = None, debug: bool = False):
+                 metrics: Metrics | None = None, debug: bool = False, form_limits=None,
+                 ws_max_message: int | None = 1 << 20):
         if body_timeout is not None and body_timeout < 0:
             raise ValueError("body_timeout must be >= 0 seconds (0 or None: no limit)")
         self.router = Router()
@@ -99,6 +100,8 @@ class App:
         self.max_headers = max_headers
         self.metrics = metrics
         self.debug = debug
+        self.form_limits = form_limits  # forms.FormLimits for every form of the app (None: the defaults)
+        self.ws_max_message = ws_max_message  # bytes per WebSocket message (1009 above; None: the server's limit)
         self._pending: list[_Pending] = []
         self._startup_hooks: list[Callable] = []
         self._shutdown_hooks: list[Callable] = []
@@ -112,12 +115,23 @@ class App:
         self._asgi = self._boot
         self._asgi_middleware = False
         self._not_found = problem(404, "Not Found", "no route matches this path")
+        self.ws_router = Router()
+        self._ws_pending: list[_Pending] = []
+        self._exc_handlers: dict = {}  # exception class or status code -> handler(request, exc)
+        self._native = None  # the native middleware chain (request -> response), when there is one
 
     # -- registration -------------------------------------------------------------------------
-    def route(self, pattern: str, methods=("GET",), *, name: str | None = None, status: int = 200):
+    def route(self, pattern: str, methods=("GET",), *, name: str | None = None, status: int = 200,
+              middleware=()):
+        """Register a handler.  ``middleware``: native ``Middleware`` instances run around this route
+        only (outermost first); the app's other routes do not pay for them."""
+        for mw in middleware:
+            if not isinstance(mw, Middleware):
+                raise TypeError(f"route middleware must be Middleware instances, not {mw!r}")
+
         def deco(fn):
             r = self.router.add(pattern, methods, None, name)
-            self._pending.append(_Pending(fn, None, None, status, r))
+            self._pending.append(_Pending(fn, None, None, status, r, middleware))
             return fn
 
         return deco
@@ -136,6 +150,59 @@ class App:
 
     def delete(self, pattern: str, **kw):
         return self.route(pattern, ("DELETE",), **kw)
+
+    def websocket(self, pattern: str, *, name: str | None = None, max_message: int | None = None):
+        """Register a WebSocket handler: it takes a ``WebSocket`` parameter (plus typed path parameters,
+        query parameters and DI dependencies, bound like an HTTP handler's); ``max_message`` overrides the
+        app's ``ws_max_message`` for this route."""
+        def deco(fn):
+            meta = {"max_message": max_message} if max_message is not None else None
+            r = self.ws_router.add(pattern, ("GET",), None, name, meta)
+            self._ws_pending.append(_Pending(fn, None, None, 101, r))
+            return fn
+
+        return deco
+
+    def mount(self, prefix: str, handler, *, name: str | None = None) -> None:
+        """Serve every path under ``prefix`` (GET and HEAD) with ``await handler(request, path)``, e.g.
+        ``app.mount("/static", StaticFiles("public"))``."""
+        prefix = "/" + prefix.strip("/")
+        if prefix == "/":
+            raise ValueError("mount needs a prefix other than '/'")
+
+        async def mounted(request: Request, path: str):
+            return await handler(request, path)
+
+        async def mounted_root(request: Request):
+            return await handler(request, "")
+
+        for fn in (mounted, mounted_root):
+            fn.__qualname__ = f"mount({prefix!r})"
+            fn.include_in_schema = False  # OpenAPI: a mount is not an operation
+        self.route(prefix + "/{path:path}", ("GET", "HEAD"), name=name)(mounted)
+        self.route(prefix + "/", ("GET", "HEAD"))(mounted_root)
+
+    def exception_handler(self, key):
+        """Register ``handler(request, exc) -> response`` for an exception class (its subclasses too;
+        the most specific class wins) or for an HTTP status (``HTTPException``s of that status, and
+        the router's 404 and 405)."""
+        if not (isinstance(key, int) or (inspect.isclass(key) and issubclass(key, BaseException))):
+            raise TypeError(f"exception_handler takes an exception class or a status code, not {key!r}")
+
+        def deco(fn):
+            if self._compiled:
+                raise RuntimeError("register exception handlers before start-up")
+            self._exc_handlers[key] = fn
+            return fn
+
+        return deco
+
+    def enable_openapi(self, **options) -> None:
+        """Serve an OpenAPI 3.1 document of the routes (``/openapi.json``) and Swagger UI (``/docs``);
+        options: see ``openapi.enable_openapi``.  Off unless called: production apps opt in."""
+        from .openapi import enable_openapi
+
+        enable_openapi(self, **options)
 
     def controller(self, cls):
         prefix = getattr(cls, "prefix", "") or ""
@@ -179,18 +246,28 @@ class App:
                 deps = dependencies_of(p.cls)
                 c.check(deps, p.cls.__qualname__)
                 ctl_deps[p.cls] = deps
-            call = self._make_call(p, plan, ctl_deps.get(p.cls))
-            simple = getattr(call, "__name__", "") == "call0"
+            call, simple = self._make_call(p, plan, ctl_deps.get(p.cls))
+            if p.middleware:
+                call, simple = self._with_route_middleware(call, p), False
+            # A handler taking nothing gets no request object - unless exception handlers may need one.
+            simple = simple and not self._exc_handlers
             fn0 = p.fn if simple and inspect.iscoroutinefunction(p.fn) else None
-            p.route.endpoint = _Endpoint(call, p.status, needs_request=not simple, fn0=fn0)
+            p.route.endpoint = _Endpoint(call, p.status, not simple, fn0, p.fn, plan, p.cls)
+        for p in self._ws_pending:
+            plan = build_plan(p.fn, p.route.parsed.params, c, skip_self=False)
+            p.route.endpoint = _Endpoint(self._make_call(p, plan, None)[0], p.status, True, None, p.fn, plan)
         self.router.compile()
+        self.ws_router.compile()
         self._static = self.router._static
+        if self.middleware.native_count:
+            self._native = self.middleware.build_native(self._endpoint)
         self._chain = self.middleware.build(self._core)
-        self._asgi_middleware = len(self.middleware) > 0
+        self._asgi_middleware = self.middleware.asgi_count > 0
         self._compiled = True
         return self
 
     def _make_call(self, p: _Pending, plan: tuple, cdeps):
+        """``(call(request, hot) -> result, takes_nothing)``: the handler with its bound parameters."""
         fn, cls, c = p.fn, p.cls, self.container
         is_async = inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn)
         if inspect.isasyncgenfunction(fn):
@@ -198,6 +275,7 @@ class App:
         per_request_ctl = cls is not None and c.needs_request_scope(cdeps)
         needs_scope = per_request_ctl or plan_needs_scope(plan, c) or any(e[0] == 3 for e in plan)
         reads_body = any(e[0] == P_BODY for e in plan)
+        reads_form = plan_reads_form(plan)
         controllers = self._controllers
 
         if not needs_scope and not plan and cls is None:
@@ -207,7 +285,7 @@ class App:
             else:
                 async def call0(req, hot):
                     return fn()
-            return call0
+            return call0, True
 
         if not needs_scope:
             async def call_plain(req, hot):
@@ -217,11 +295,13 @@ class App:
                 else:
                     r = fn(**kwargs)
                 return await r if is_async else r
-            return call_plain
+            return call_plain, False
 
         async def call_scoped(req, hot):
             if reads_body:  # before any provider runs: a slow upload must not hold a pooled connection
                 await req.body()
+            elif reads_form:
+                await req.form()
             t = perf_counter() if hot is not None else 0.0
             scope = req.state = RequestScope(c)
             if cls is not None:
@@ -239,7 +319,29 @@ class App:
                     hot.observe_hot("di_scope", perf_counter() - t)
                 r = fn(**kwargs)
             return await r if is_async else r
-        return call_scoped
+        return call_scoped, False
+
+    def _with_route_middleware(self, call, p: _Pending):
+        """``call`` wrapped in the route's own native middleware: handler errors become responses
+        inside the chain (as on the app-wide chain), so the middleware sees and decorates them."""
+        status, pattern = p.status, p.route.pattern
+        stack = MiddlewareStack()
+        for mw in p.middleware:
+            stack.add(mw)
+
+        async def endpoint(req):
+            try:
+                result = await call(req, None)
+                return result if result.__class__ is Response else to_response(result, status)
+            except Exception as e:
+                req.exc = e
+                return await self._error(req, e, req.method, pattern)
+
+        chain = stack.build_native(endpoint)
+
+        async def call_with_middleware(req, hot):
+            return await chain(req)
+        return call_with_middleware
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def startup(self) -> None:
@@ -292,11 +394,10 @@ class App:
         loop.run_until_complete(self.shutdown())
 
     async def __rsgi__(self, scope, proto) -> None:
-        if scope.proto != "http":  # websockets are not served
-            proto.close(1003)
-            return
         if not self._started:
             await self._start_once()
+        if scope.proto != "http":
+            return await serve_rsgi_websocket(self, scope, proto)
         if self._asgi_middleware:
             return await serve_asgi(self._chain, scope, proto, self)
         t0 = perf_counter()
@@ -307,12 +408,12 @@ class App:
             proto.response_bytes(resp.status, response_headers(resp), resp.body)
         else:
             try:
-                await send_stream(resp, proto)
+                await resp.send_rsgi(proto)
             except Exception as e:  # a streaming generator that failed mid-way, or the client left
                 exc = exc or e
                 log.exception("error while sending the response to %s %s", method, label)
-        if req is not None and req.state is not None:
-            await self._teardown(req, exc)
+        if req is not None:
+            await self._finish(req, exc)
         if self.metrics is not None:
             self.metrics.observe_request(label, method, resp.status, perf_counter() - t0)
 
@@ -354,12 +455,14 @@ class App:
 
     # -- the request path ---------------------------------------------------------------------
     async def _core(self, scope, receive, send) -> None:
-        """The ASGI front end (the innermost app of the middleware chain)."""
+        """The ASGI front end (the innermost app of the ASGI middleware chain)."""
         if scope["type"] != "http":
             if scope["type"] == "lifespan":
                 return await self._lifespan(receive, send)
+            if not self._started:
+                await self._start_once()
             if scope["type"] == "websocket":
-                await send({"type": "websocket.close", "code": 1003})
+                await serve_asgi_websocket(self, scope, receive, send)
             return
         if not self._started:
             await self._start_once()
@@ -374,11 +477,14 @@ class App:
                 await send({"type": "http.response.body", "body": resp.body})
             else:
                 await resp(scope, receive, send)
+        except OSError as e:  # the client left mid-response (uvicorn's ClientDisconnected is one)
+            exc = exc or e
+            log.debug("client gone while sending the response to %s %s", method, label)
         except Exception as e:  # e.g. a streaming generator that failed mid-way
             exc = exc or e
             log.exception("error while sending the response to %s %s", method, label)
-        if req is not None and req.state is not None:
-            await self._teardown(req, exc)
+        if req is not None:
+            await self._finish(req, exc)
         if self.metrics is not None:
             self.metrics.observe_request(label, method, resp.status, perf_counter() - t0)
 
@@ -394,6 +500,32 @@ class App:
 
         ``headers`` are the raw pairs (bytes for ASGI, str for RSGI), ``request_cls(source, channel,
         params, max_body, app)`` builds the request only for handlers that take something."""
+        hsize = 0
+        has_body = False  # a Content-Length other than 0, or a Transfer-Encoding
+        for hk, hv in headers:  # bytes pairs (ASGI) or str pairs (RSGI)
+            hsize += len(hk) + len(hv)
+            if hk in _BODY_HEADERS and hv.strip() not in _ZERO:
+                has_body = True
+        if hsize > self.max_header_bytes or len(headers) > self.max_headers:
+            resp = problem(431, "Request Header Fields Too Large",
+                           f"at most {self.max_headers} headers and {self.max_header_bytes} bytes")
+            return _closing(resp), UNMATCHED, None, None
+        if self._native is not None:
+            req = request_cls(source, channel, _EMPTY, self.max_body, self)
+            try:
+                resp = await self._native(req)
+            except Exception as e:  # raised by a middleware itself
+                resp = await self._error(req, e, method, UNMATCHED)
+            label = UNMATCHED if req.route is None else req.route.pattern
+            exc = req.exc
+        else:
+            resp, label, req, exc = await self._run(method, path, request_cls, source, channel, t0)
+        if has_body and (req is None or req._body is None):
+            resp = await self._unread_body(resp, req, request_cls, source, channel)
+        return resp, label, req, exc
+
+    async def _run(self, method: str, path: str, request_cls, source, channel, t0: float):
+        """The path without native middleware: the request object only for handlers that take one."""
         metrics = self.metrics
         hot = None
         if metrics is not None:
@@ -414,53 +546,85 @@ class App:
         if hot is not None:
             t1 = perf_counter()
             hot.observe_hot("route_match", t1 - t0)
-        req = None
-        exc = None
-        hsize = 0
-        has_body = False  # a Content-Length other than 0, or a Transfer-Encoding
-        for hk, hv in headers:  # bytes pairs (ASGI) or str pairs (RSGI)
-            hsize += len(hk) + len(hv)
-            if hk in _BODY_HEADERS and hv.strip() not in _ZERO:
-                has_body = True
-        if hsize > self.max_header_bytes or len(headers) > self.max_headers:
-            label = UNMATCHED
-            resp = problem(431, "Request Header Fields Too Large",
-                           f"at most {self.max_headers} headers and {self.max_header_bytes} bytes")
-        elif route is None:
-            label = UNMATCHED
-            if m.status == 404:
-                resp = self._not_found
+        if route is None:
+            req = request_cls(source, channel, _EMPTY, self.max_body, self) if self._exc_handlers else None
+            return await self._miss(m, method, req), UNMATCHED, req, None
+        label = route.pattern
+        ep = route.endpoint
+        req = request_cls(source, channel, params, self.max_body, self) if ep.needs_request else None
+        try:
+            fn0 = ep.fn0
+            if fn0 is not None:
+                result = await fn0()
             else:
-                resp = problem(405, "Method Not Allowed", f"{method} is not allowed here",
-                               headers=[("allow", ", ".join(m.allow))])
+                result = await ep.call(req, hot)  # req is None for handlers that take nothing
+            if hot is not None:
+                t2 = perf_counter()
+                hot.observe_hot("handler", t2 - t1)
+                resp = result if result.__class__ is Response else to_response(result, ep.status)
+                hot.observe_hot("serialize", perf_counter() - t2)
+            else:
+                resp = result if result.__class__ is Response else to_response(result, ep.status)
+        except Exception as e:
+            return await self._error(req, e, method, label), label, req, e
+        return resp, label, req, None if req is None else req.exc  # set by route middleware's chain
+
+    async def _endpoint(self, req):
+        """The innermost step of the native middleware chain: route, bind, run, turn into a response."""
+        method = req.method
+        m = self.router.match(method, req.path)
+        route = m.route
+        if route is None:
+            return await self._miss(m, method, req)
+        req.route = route
+        req.path_params = m.params
+        ep = route.endpoint
+        try:
+            result = await ep.call(req, None)
+            return result if result.__class__ is Response else to_response(result, ep.status)
+        except Exception as e:
+            req.exc = e
+            return await self._error(req, e, method, route.pattern)
+
+    async def _miss(self, m, method: str, req):
+        """404 or 405 (with ``Allow``) for a request no route takes, through a status handler if any."""
+        if m.status == 404:
+            if 404 not in self._exc_handlers:
+                return self._not_found
+            e = NotFound("no route matches this path")
         else:
-            label = route.pattern
-            ep = route.endpoint
-            if ep.needs_request:
-                req = request_cls(source, channel, params, self.max_body, self)
+            e = MethodNotAllowed(method, m.allow)
+            if 405 not in self._exc_handlers:
+                return problem(e.status, e.title, e.detail, headers=e.headers)
+        return await self._error(req, e, method, UNMATCHED)
+
+    def _handler_for(self, e: Exception):
+        handlers = self._exc_handlers
+        if not handlers:
+            return None
+        for cls in type(e).__mro__:
+            h = handlers.get(cls)
+            if h is not None:
+                return h
+        if isinstance(e, HTTPException):
+            return handlers.get(e.status)
+        return None
+
+    async def _error(self, req, e: Exception, method: str, label: str):
+        """The response for an exception: its registered handler, else problem+json (500 for anything
+        that is not an ``HTTPException``, logged)."""
+        handler = self._handler_for(e)
+        if handler is not None:
             try:
-                fn0 = ep.fn0
-                if fn0 is not None:
-                    result = await fn0()
-                else:
-                    result = await ep.call(req, hot)  # req is None for handlers that take nothing
-                if hot is not None:
-                    t2 = perf_counter()
-                    hot.observe_hot("handler", t2 - t1)
-                    resp = result if result.__class__ is Response else to_response(result, ep.status)
-                    hot.observe_hot("serialize", perf_counter() - t2)
-                else:
-                    resp = result if result.__class__ is Response else to_response(result, ep.status)
-            except HTTPException as e:
-                exc = e
-                resp = problem(e.status, e.title, e.detail, errors=e.errors, headers=e.headers)
-            except Exception as e:
-                exc = e
-                log.exception("unhandled error in %s %s", method, label)
-                resp = problem(500, "Internal Server Error", f"{type(e).__name__}: {e}" if self.debug else None)
-        if has_body and (req is None or req._body is None):
-            resp = await self._unread_body(resp, req, request_cls, source, channel)
-        return resp, label, req, exc
+                r = handler(req, e)
+                return to_response(await r if inspect.isawaitable(r) else r)
+            except Exception as e2:
+                log.exception("exception handler %r failed for %s %s", handler, method, label)
+                e = e2
+        if isinstance(e, HTTPException):
+            return problem(e.status, e.title, e.detail, errors=e.errors, headers=e.headers)
+        log.exception("unhandled error in %s %s", method, label, exc_info=e)
+        return problem(500, "Internal Server Error", f"{type(e).__name__}: {e}" if self.debug else None)
 
     async def _unread_body(self, resp, req, request_cls, source, channel):
         """The request has a body that nobody read.  granian cannot reuse such a connection: it closes
@@ -477,8 +641,17 @@ class App:
         return _closing(resp)
 
     @staticmethod
-    async def _teardown(req, exc) -> None:
-        try:
-            await req.state.aclose(exc)
-        except Exception:
-            log.exception("request-scope teardown failed")
+    async def _finish(req, exc) -> None:
+        """After the response: background tasks, then the request's DI scope and uploaded files."""
+        if req.background is not None:
+            await req.background.run()
+        if req.state is not None:
+            try:
+                await req.state.aclose(exc)
+            except Exception:
+                log.exception("request-scope teardown failed")
+        if req._form is not None:  # uploaded files: spooled temporary files are freed now
+            try:
+                await req.close()
+            except Exception:
+                log.exception("closing the request's uploads failed")

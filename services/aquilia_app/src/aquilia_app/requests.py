@@ -1,6 +1,6 @@
-"""The request object.  Nothing is parsed until asked for: the header index and the query dict are
-built lazily on first access; the body is read once, with a size limit (413) and, when the app sets
-one, a time limit for the whole body (408)."""
+"""The request object.  Nothing is parsed until asked for: the header index, the query dict, the
+multi-valued query, the cookies and the form are built lazily on first access; the body is read
+once, with a size limit (413) and, when the app sets one, a time limit for the whole body (408)."""
 from __future__ import annotations
 
 import asyncio
@@ -12,9 +12,38 @@ import orjson
 
 from .exceptions import BadRequest, HTTPException, PayloadTooLarge, RequestTimeout, ValidationFailed
 
-__all__ = ["Request", "Headers"]
+__all__ = ["Request", "Headers", "parse_cookie_header"]
 
 DEFAULT_MAX_BODY = 1 << 20
+
+
+class _Consumed(bytes):
+    """Type of ``STREAM_CONSUMED``: an empty bytes the body slot holds once a stream reader (the
+    form parser) read the body to its end without keeping it."""
+
+
+STREAM_CONSUMED = _Consumed()
+
+
+def parse_cookie_header(value: str) -> dict[str, str]:
+    """``name=value; name2=value2`` (RFC 6265 section 5.4) into a dict, tolerantly: a pair without
+    ``=`` or with an empty name is skipped, surrounding double quotes are dropped, and the first of
+    repeated names wins (browsers send the most specific path first).
+
+    Written by hand because ``http.cookies.SimpleCookie`` follows the stricter RFC 2109 grammar and
+    drops every cookie after the first one it cannot parse (one bad cookie set by some other app on
+    the same domain would hide the session cookie)."""
+    out: dict[str, str] = {}
+    for pair in value.split(";"):
+        name, eq, val = pair.partition("=")
+        name = name.strip()
+        if not eq or not name:
+            continue
+        val = val.strip()
+        if len(val) >= 2 and val[0] == '"' and val[-1] == '"':
+            val = val[1:-1]
+        out.setdefault(name, val)
+    return out
 
 
 class Headers:
@@ -62,7 +91,9 @@ class Request:
     """A request seen through ASGI (``scope`` dict + ``receive``); ``rsgi.RSGIRequest`` is the same
     interface over granian's RSGI scope and protocol.  ``app`` is the ``App`` serving it."""
 
-    __slots__ = ("scope", "receive", "path_params", "max_body", "_headers", "_query", "_body", "state", "app")
+    __slots__ = ("scope", "receive", "path_params", "max_body", "_headers", "_query", "_body", "state", "app",
+                 "route", "session", "background", "exc",
+                 "_form", "_query_multi", "_cookies")  # the last two: set on first use, not in __init__
 
     def __init__(self, scope, receive, path_params=None, max_body: int = DEFAULT_MAX_BODY, app=None):
         self.scope = scope
@@ -72,8 +103,13 @@ class Request:
         self._headers = None
         self._query = None
         self._body = None
-        self.state = None
+        self.state = None  # the request's DI scope, when its handler needs one
         self.app = app
+        self.route = None  # the matched Route (set on the middleware path, where routing runs inside the chain)
+        self.session = None  # a dict, when the sessions middleware runs
+        self.background = None  # BackgroundTasks, when the handler asked for them
+        self.exc = None  # the handler's exception, for the DI scope's teardown (middleware path)
+        self._form = None  # FormData once read; the app's teardown checks it to close uploaded files
 
     @property
     def method(self) -> str:
@@ -108,9 +144,62 @@ class Request:
             q = self._query = dict(parse_qsl(qs.decode("latin-1"), keep_blank_values=True)) if qs else {}
         return q
 
+    # ``_query_multi`` and ``_cookies`` are left unset by __init__ (a request that never uses them pays
+    # nothing): the first access finds no attribute and builds the value.
+    def _raw_query(self) -> str:
+        return self.scope.get("query_string", b"").decode("latin-1")
+
+    @property
+    def query_multi(self) -> dict[str, list[str]]:
+        """Every value of every query parameter (``query`` keeps only the last one)."""
+        try:
+            return self._query_multi
+        except AttributeError:
+            pass
+        multi: dict[str, list[str]] = {}
+        qs = self._raw_query()
+        if qs:
+            for k, v in parse_qsl(qs, keep_blank_values=True):
+                multi.setdefault(k, []).append(v)
+        self._query_multi = multi
+        return multi
+
+    def query_list(self, name: str) -> list[str]:
+        """All values of a repeated query parameter (``?tag=a&tag=b`` -> ``["a", "b"]``), in order."""
+        return list(self.query_multi.get(name, ()))
+
+    @property
+    def cookies(self) -> dict[str, str]:
+        """The Cookie header(s) as a dict (see ``parse_cookie_header``)."""
+        try:
+            return self._cookies
+        except AttributeError:
+            pass
+        raw = self.headers.getall("cookie")
+        c = self._cookies = parse_cookie_header("; ".join(raw)) if raw else {}
+        return c
+
+    async def form(self, limits=None):
+        """The body as a ``forms.FormData`` (urlencoded or multipart), parsed once while it streams in;
+        ``limits``: a ``forms.FormLimits`` (default: the app's ``form_limits``, else the defaults)."""
+        if self._form is not None:
+            return self._form
+        from .forms import read_form  # here, not at the top: forms.py imports this module
+
+        form = self._form = await read_form(self, limits)
+        return form
+
+    async def close(self) -> None:
+        """Release what the request holds: the form's uploaded files.  The app calls it when the
+        request ends; calling it again does nothing."""
+        if self._form is not None:
+            await self._form.close()
+
     async def body(self) -> bytes:
         """The whole body: 413 over ``max_body``, 408 when it takes longer than the app's ``body_timeout``."""
         if self._body is not None:
+            if self._body is STREAM_CONSUMED:
+                raise RuntimeError("the request body was already read by request.form(); it is not kept")
             return self._body
         app = self.app
         return await self._read_body(self.max_body, app.body_timeout if app is not None else None)
@@ -126,13 +215,17 @@ class Request:
             return False
         return True
 
-    async def _read_body(self, limit: int, timeout: float | None) -> bytes:
+    def _check_length(self, limit: int) -> None:
+        """400 for a malformed Content-Length, 413 for one over ``limit``: before reading anything."""
         cl = self.header("content-length")
         if cl is not None:
             if not cl.isdigit():
                 raise BadRequest("invalid Content-Length")
             if int(cl) > limit:
                 raise PayloadTooLarge(limit)
+
+    async def _read_body(self, limit: int, timeout: float | None) -> bytes:
+        self._check_length(limit)
         chunks = []
         size = 0
         try:
@@ -179,6 +272,6 @@ class Request:
         try:
             return msgspec.json.decode(body, type=type_)
         except msgspec.ValidationError as e:
-            raise ValidationFailed(str(e)) from None
+            raise ValidationFailed.from_msgspec(e, ["body"]) from None
         except msgspec.DecodeError as e:
             raise BadRequest(f"malformed JSON: {e}") from None

@@ -1,16 +1,36 @@
 """Responses.  Header bytes are prepared once (in ``__init__``, or as module constants for the
 content types); ``Response.json`` keeps the bytes orjson produced - no decode/encode round-trip.
 
-A response is itself an ASGI app: ``await response(scope, receive, send)``.
+Two families, and how the app sends them:
+
+* ``Response`` (and subclasses): a whole body.  Sent in one piece (``proto.response_bytes`` on RSGI,
+  ``http.response.start`` + ``http.response.body`` on ASGI).  The framework and apps keep *shared*
+  ``Response`` objects (module constants, ``App._not_found``), so a ``Response`` you did not create
+  must never be changed in place.
+* ``PerRequestResponse`` subclasses (``StreamingResponse``, ``files.FileResponse``,
+  ``sse.EventSourceResponse``): made for one request and sent by themselves - ``await resp(scope,
+  receive, send)`` on ASGI, ``await resp.send_rsgi(proto)`` on RSGI.  They may be changed in place.
+
+Every response has ``status``, ``header(name)``, ``add_header(name, value)``, ``set_cookie`` /
+``delete_cookie`` and ``with_headers(pairs, replace=False)``.  **Middleware must use**
+``resp = resp.with_headers(pairs)``: it returns a copy of a ``Response`` (cheap: the body is shared)
+and changes a per-request response in place.  ``add_header`` / ``set_cookie`` change the object itself:
+use them on responses your own code has just created.
 """
 from __future__ import annotations
 
+import re
+import time
+from datetime import datetime, timezone
+from email.utils import format_datetime, formatdate
 from typing import Any, AsyncIterable, Iterable
+from urllib.parse import quote
 
 import msgspec
 import orjson
 
-__all__ = ["Response", "JSONResponse", "HTMLResponse", "StreamingResponse", "problem", "json_bytes"]
+__all__ = ["Response", "JSONResponse", "HTMLResponse", "RedirectResponse", "PerRequestResponse",
+           "StreamingResponse", "problem", "json_bytes", "cookie_header", "wait_for_disconnect"]
 
 CT_TEXT = b"text/plain; charset=utf-8"
 CT_JSON = b"application/json"
@@ -26,8 +46,6 @@ def _default(obj: Any):
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
-
-
 def json_bytes(obj: Any) -> bytes:
     """Serialize ``obj`` to JSON bytes (orjson; msgspec for Structs)."""
     if isinstance(obj, msgspec.Struct):
@@ -35,19 +53,140 @@ def json_bytes(obj: Any) -> bytes:
     return orjson.dumps(obj, default=_default)
 
 
+def _header_pair(k, v) -> tuple:
+    kb = k if isinstance(k, bytes) else k.encode("latin-1")
+    vb = v if isinstance(v, bytes) else str(v).encode("latin-1")
+    if b"\r" in vb or b"\n" in vb or b"\r" in kb or b"\n" in kb:
+        raise ValueError("header names/values must not contain CR or LF")
+    return kb.lower(), vb
+
+
 def _encode_headers(headers) -> list:
     items = headers.items() if isinstance(headers, dict) else headers
-    out = []
-    for k, v in items:
-        kb = k if isinstance(k, bytes) else k.encode("latin-1")
-        vb = v if isinstance(v, bytes) else str(v).encode("latin-1")
-        if b"\r" in vb or b"\n" in vb or b"\r" in kb or b"\n" in kb:
-            raise ValueError("header names/values must not contain CR or LF")
-        out.append((kb.lower(), vb))
-    return out
+    return [_header_pair(k, v) for k, v in items]
 
 
-class Response:
+def _find_header(raw, name: str) -> str | None:
+    nb = name.lower().encode("latin-1")
+    for k, v in raw:
+        if k == nb:
+            return v.decode("latin-1")
+    return None
+
+
+# -- Set-Cookie ---------------------------------------------------------------------------------
+# Written by hand: ``http.cookies`` quotes values with backslash-octal escapes (``"a\054b"``), which
+# RFC 6265 does not define and browsers do not undo, accepts ':' in names, and (before Python 3.14)
+# has no ``Partitioned``.  Here a value must already be RFC 6265 ``cookie-value`` text; anything
+# else is refused with a ValueError that says to encode it (e.g. ``urllib.parse.quote``).
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")  # RFC 9110 token
+_COOKIE_OCTETS = r"[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]*"  # RFC 6265 4.1.1 cookie-octet
+_COOKIE_VALUE = re.compile(rf'(?:{_COOKIE_OCTETS}|"{_COOKIE_OCTETS}")\Z')
+_ATTR_VALUE = re.compile(r"[\x20-\x3a\x3c-\x7e]*\Z")  # any CHAR but controls and ';'
+_DOMAIN = re.compile(r"\.?[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\Z")
+_SAMESITE = {"lax": "Lax", "strict": "Strict", "none": "None"}
+MAX_COOKIE_SIZE = 4096  # name + value: the least every browser stores (RFC 6265 6.1)
+_EPOCH = "Thu, 01 Jan 1970 00:00:00 GMT"
+
+
+def _expires_text(expires) -> str:
+    if isinstance(expires, datetime):
+        if expires.tzinfo is None:  # naive: taken as UTC
+            expires = expires.replace(tzinfo=timezone.utc)
+        return format_datetime(expires.astimezone(timezone.utc), usegmt=True)
+    if isinstance(expires, (int, float)) and not isinstance(expires, bool):
+        return formatdate(time.time() + expires, usegmt=True)  # seconds from now
+    if isinstance(expires, str) and _ATTR_VALUE.match(expires):
+        return expires
+    raise ValueError(f"cookie expires must be a datetime, seconds from now or an HTTP date, not {expires!r}")
+
+
+def _check_cookie(key: str, value: str, path, domain, secure: bool, samesite, partitioned: bool) -> str | None:
+    """Validate a cookie's parts; returns the SameSite attribute text (or None)."""
+    if not isinstance(key, str) or not _TOKEN.match(key):
+        raise ValueError(f"cookie name {key!r} is not an RFC 6265 token (letters, digits and !#$%&'*+-.^_`|~)")
+    if not isinstance(value, str) or not _COOKIE_VALUE.match(value):
+        raise ValueError(f"cookie value {value!r} has characters RFC 6265 does not allow (whitespace, '\"', ',', "
+                         "';', '\\', controls or non-ASCII): encode it first, e.g. with urllib.parse.quote")
+    if len(key) + len(value) > MAX_COOKIE_SIZE:
+        raise ValueError(f"cookie {key!r} is longer than {MAX_COOKIE_SIZE} bytes (browsers drop it)")
+    if path is not None and not _ATTR_VALUE.match(path):
+        raise ValueError(f"cookie path {path!r} must not contain ';' or control characters")
+    if domain is not None and not _DOMAIN.match(domain):
+        raise ValueError(f"cookie domain {domain!r} is not a host name")
+    site = None
+    if samesite is not None:
+        site = _SAMESITE.get(str(samesite).lower())
+        if site is None:
+            raise ValueError(f"cookie samesite must be 'lax', 'strict', 'none' or None, not {samesite!r}")
+        if site == "None" and not secure:
+            raise ValueError("cookie samesite='none' requires secure=True (browsers reject it otherwise)")
+    if partitioned and not secure:
+        raise ValueError("a partitioned cookie requires secure=True")
+    low = key.lower()  # the prefixes' rules (RFC 6265bis 4.1.3), which browsers enforce
+    if low.startswith(("__secure-", "__host-")) and not secure:
+        raise ValueError(f"cookie {key!r}: the __Secure-/__Host- prefix requires secure=True")
+    if low.startswith("__host-") and (path != "/" or domain is not None):
+        raise ValueError(f"cookie {key!r}: the __Host- prefix requires path='/' and no domain")
+    return site
+
+
+def cookie_header(key: str, value: str = "", max_age: int | None = None, expires=None, path: str | None = "/",
+                  domain: str | None = None, secure: bool = False, httponly: bool = False, samesite="lax",
+                  partitioned: bool = False) -> str:
+    """The value of one ``Set-Cookie`` header; ValueError for anything a browser would misread."""
+    site = _check_cookie(key, value, path, domain, secure, samesite, partitioned)
+    parts = [f"{key}={value}"]
+    if max_age is not None:
+        if isinstance(max_age, bool) or not isinstance(max_age, int):
+            raise ValueError(f"cookie max_age must be an int (seconds), not {max_age!r}")
+        parts.append(f"Max-Age={max_age}")
+    if expires is not None:
+        parts.append(f"Expires={_expires_text(expires)}")
+    if path is not None:
+        parts.append(f"Path={path}")
+    if domain is not None:
+        parts.append(f"Domain={domain}")
+    if secure:
+        parts.append("Secure")
+    if httponly:
+        parts.append("HttpOnly")
+    if site is not None:
+        parts.append(f"SameSite={site}")
+    if partitioned:
+        parts.append("Partitioned")
+    return "; ".join(parts)
+
+
+class _HeaderOps:
+    """``set_cookie`` / ``delete_cookie`` for every response type, through its ``add_header``."""
+
+    __slots__ = ()
+
+    def set_cookie(self, key: str, value: str = "", max_age: int | None = None, expires=None, path: str | None = "/",
+                   domain: str | None = None, secure: bool = False, httponly: bool = False, samesite="lax",
+                   partitioned: bool = False):
+        """Add a ``Set-Cookie`` header (changes this response: see the module docstring)."""
+        self.add_header("set-cookie", cookie_header(key, value, max_age, expires, path, domain, secure, httponly,
+                                                    samesite, partitioned))
+        return self
+
+    def delete_cookie(self, key: str, path: str | None = "/", domain: str | None = None, secure: bool = False,
+                      httponly: bool = False, samesite="lax", partitioned: bool = False):
+        """Tell the browser to drop a cookie (same name, path and domain as when it was set)."""
+        return self.set_cookie(key, "", 0, _EPOCH, path, domain, secure, httponly, samesite, partitioned)
+
+
+# -- whole responses --------------------------------------------------------------------------------
+_REDIRECTS = frozenset((301, 302, 303, 307, 308))
+# Left as they are in a Location: RFC 3986's reserved and unreserved characters and '%' (already
+# encoded text is not encoded twice).  Spaces, controls (so no CR/LF: no header splitting), '"', '<',
+# '>', '\\', '^', '`', '{', '|', '}' and non-ASCII are percent-encoded (UTF-8).
+_URL_SAFE = ":/?#[]@!$&'()*+,;=%~"
+_STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+
+
+class Response(_HeaderOps):
     """A complete response.  ``raw_headers`` (the ASGI byte pairs, Content-Length included) are built
     on first use: the RSGI front end never needs them for a plain response (``rsgi.response_headers``
     takes a shared list per content type and granian sets Content-Length)."""
@@ -89,30 +228,104 @@ class Response:
     def html(cls, html: str, status: int = 200, headers=None) -> "Response":
         return cls(html.encode(), status, headers, CT_HTML)
 
+    @classmethod
+    def redirect(cls, url: str, status: int = 307, headers=None) -> "Response":
+        """A redirect to ``url`` (301, 302, 303, 307 or 308), the URL percent-encoded where needed."""
+        if status not in _REDIRECTS:
+            raise ValueError(f"a redirect status is one of 301, 302, 303, 307, 308, not {status!r}")
+        if not isinstance(url, str) or not url:
+            raise ValueError(f"a redirect needs a non-empty str URL, not {url!r}")
+        location = quote(_STRAY_PERCENT.sub("%25", url), safe=_URL_SAFE)
+        resp = cls(b"", status, headers)
+        resp.add_header("location", location)
+        return resp
+
     def header(self, name: str) -> str | None:
-        nb = name.lower().encode("latin-1")
-        for k, v in self.raw_headers:
-            if k == nb:
-                return v.decode("latin-1")
-        return None
+        return _find_header(self.raw_headers, name)
+
+    def add_header(self, name: str, value: str) -> None:
+        """Append a header to *this* response (middleware: use ``with_headers``, which copies)."""
+        pair = _header_pair(name, value)
+        if self.extra is None:
+            self.extra = [pair]
+        else:
+            self.extra.append(pair)
+        self._raw = None
+
+    def with_headers(self, pairs, replace: bool = False) -> "Response":
+        """A copy with ``pairs`` added (``replace``: headers of those names dropped first).  The body
+        is shared, so this costs a few small lists; the original, possibly shared, stays untouched."""
+        cls = self.__class__
+        out = cls.__new__(cls)
+        state = getattr(self, "__dict__", None)  # a subclass's own attributes
+        if state:
+            out.__dict__.update(state)
+        out.body, out.status, out.media_type, out._raw = self.body, self.status, self.media_type, None
+        new = _encode_headers(pairs)
+        old = self.extra or ()
+        if replace:
+            names = {k for k, _ in new}
+            old = [h for h in old if h[0] not in names]
+        out.extra = [*old, *new]
+        return out
 
     async def __call__(self, scope, receive, send) -> None:
         await send({"type": "http.response.start", "status": self.status, "headers": self.raw_headers})
         await send({"type": "http.response.body", "body": self.body})
 
 
-def JSONResponse(obj: Any, status: int = 200, headers=None) -> Response:
-    return Response(json_bytes(obj), status, headers, CT_JSON)
+# One implementation each: the package exports these names, they are ``Response``'s constructors.
+JSONResponse = Response.json
+HTMLResponse = Response.html
+RedirectResponse = Response.redirect
 
 
-def HTMLResponse(html: str, status: int = 200, headers=None) -> Response:
-    return Response(html.encode(), status, headers, CT_HTML)
+# -- responses that send themselves -----------------------------------------------------------------
+async def wait_for_disconnect(receive) -> None:
+    """Return once the ASGI server reports ``http.disconnect`` (request body messages are skipped:
+    only for responses whose handler no longer reads the body)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
-class StreamingResponse:
+class PerRequestResponse(_HeaderOps):
+    """Base of the responses made for one request that send themselves: ``await resp(scope, receive,
+    send)`` (ASGI) and ``await resp.send_rsgi(proto)`` (RSGI).  ``raw_headers`` is a plain list of
+    byte pairs that may be changed in place."""
+
+    __slots__ = ("status", "raw_headers")
+
+    def header(self, name: str) -> str | None:
+        return _find_header(self.raw_headers, name)
+
+    def add_header(self, name: str, value: str) -> None:
+        self.raw_headers.append(_header_pair(name, value))
+
+    def with_headers(self, pairs, replace: bool = False) -> "PerRequestResponse":
+        """Same contract as ``Response.with_headers``; this object is per request, so it is changed in
+        place and returned."""
+        new = _encode_headers(pairs)
+        if replace:
+            names = {k for k, _ in new}
+            self.raw_headers = [h for h in self.raw_headers if h[0] not in names]
+        self.raw_headers.extend(new)
+        return self
+
+    def rsgi_headers(self) -> list:
+        """The headers as RSGI's str pairs."""
+        return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in self.raw_headers]
+
+    async def __call__(self, scope, receive, send) -> None:
+        raise NotImplementedError
+
+    async def send_rsgi(self, proto) -> None:
+        raise NotImplementedError
+
+
+class StreamingResponse(PerRequestResponse):
     """Streams the chunks of an async (or plain) iterable with chunked transfer encoding."""
 
-    __slots__ = ("iterable", "status", "raw_headers")
+    __slots__ = ("iterable",)
 
     def __init__(self, iterable: AsyncIterable | Iterable, status: int = 200, headers=None,
                  media_type: bytes | str | None = None):
@@ -149,6 +362,17 @@ class StreamingResponse:
         finally:
             await chunks.aclose()
         await send({"type": "http.response.body", "body": b""})
+
+    async def send_rsgi(self, proto) -> None:
+        """Through RSGI's stream transport (chunked encoding); a client that left makes the transport
+        raise (granian's ``RSGIProtocolClosed``), which ends the iteration and closes the iterable."""
+        transport = proto.response_stream(self.status, self.rsgi_headers())
+        chunks = self.chunks()
+        try:
+            async for chunk in chunks:
+                await transport.send_bytes(chunk)
+        finally:
+            await chunks.aclose()
 
 
 def problem(status: int, title: str, detail: str | None = None, *, errors: list | None = None,

@@ -19,7 +19,7 @@ from .exceptions import BadRequest
 from .requests import DEFAULT_MAX_BODY, Headers, Request
 from .responses import CT_HTML, CT_JSON, CT_PROBLEM, CT_TEXT, Response
 
-__all__ = ["RSGIRequest", "asgi_scope", "response_headers", "send_stream", "serve_asgi"]
+__all__ = ["RSGIRequest", "asgi_scope", "response_headers", "serve_asgi"]
 
 # The headers of a plain response, per content type: one shared list, no per-request conversion.
 # granian computes Content-Length itself for a bytes body.
@@ -27,7 +27,7 @@ _BY_TYPE = {ct: [("content-type", ct.decode("latin-1"))] for ct in (CT_TEXT, CT_
 
 
 def response_headers(resp) -> list:
-    """RSGI (str) headers for a ``Response`` (or subclass) or ``StreamingResponse``, without the
+    """RSGI (str) headers for a ``Response`` (or subclass) or a ``PerRequestResponse``, without the
     Content-Length of a ``Response``: granian sets it from the body it is given."""
     if resp.__class__ is not Response:
         return _headers_of_other(resp)
@@ -42,9 +42,11 @@ def response_headers(resp) -> list:
 
 def _headers_of_other(resp) -> list:
     """A ``Response`` subclass (its ``raw_headers``, which it may override, minus Content-Length) or a
-    ``StreamingResponse`` (its raw headers as they are)."""
-    drop = b"content-length" if isinstance(resp, Response) else None
-    return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers if k != drop]
+    ``PerRequestResponse`` (its raw headers as they are: a file's Content-Length is granian's only
+    source for it, ``response_file`` would otherwise send chunks)."""
+    if isinstance(resp, Response):
+        return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers if k != b"content-length"]
+    return resp.rsgi_headers()
 
 
 def _addr(s: str):
@@ -125,6 +127,9 @@ class RSGIRequest(Request):
             q = self._query = dict(parse_qsl(qs, keep_blank_values=True)) if qs else {}
         return q
 
+    def _raw_query(self) -> str:  # for Request.query_multi / query_list (cookies need no override)
+        return self.rsgi_scope.query_string
+
     async def _chunks(self):
         try:
             async for chunk in self.proto:
@@ -132,17 +137,6 @@ class RSGIRequest(Request):
                     yield chunk
         except RuntimeError as e:  # RSGIProtocolClosed / RSGIProtocolError: the client went away
             raise BadRequest(f"the request body could not be read: {e}") from None
-
-
-async def send_stream(resp, proto) -> None:
-    """Send a ``StreamingResponse`` through RSGI's stream transport (chunked encoding)."""
-    transport = proto.response_stream(resp.status, response_headers(resp))
-    chunks = resp.chunks()
-    try:
-        async for chunk in chunks:
-            await transport.send_bytes(chunk)
-    finally:
-        await chunks.aclose()
 
 
 async def serve_asgi(asgi_app, rscope, proto, app=None) -> None:

@@ -13,6 +13,7 @@ import argparse
 import atexit
 import glob
 import os
+import secrets
 import shutil
 import socket
 import sys
@@ -74,6 +75,10 @@ def _check_timeouts(p: argparse.ArgumentParser, a: argparse.Namespace) -> None:
 
 
 def _prepare_env(a: argparse.Namespace) -> None:
+    if not os.environ.get("AQUILIA_APP_SECRET_KEY"):  # one key for every worker, so any worker reads a session
+        print("aquilia_app: AQUILIA_APP_SECRET_KEY is not set: sessions are signed with a random key "
+              "that lasts until the server stops", file=sys.stderr)
+        os.environ["AQUILIA_APP_SECRET_KEY"] = secrets.token_hex(32)
     if a.no_metrics:
         os.environ["AQUILIA_APP_METRICS"] = "0"
     if a.max_body is not None:
@@ -116,7 +121,7 @@ def serve_uvicorn(a: argparse.Namespace) -> None:
 
     config = uvicorn.Config(a.app, host=a.host, port=a.port, workers=a.workers, loop="uvloop", http="httptools",
                             lifespan="on", log_level=a.log_level, access_log=False, server_header=False,
-                            ws="none", backlog=2048, proxy_headers=False, interface="asgi3")
+                            ws="websockets-sansio", backlog=2048, proxy_headers=False, interface="asgi3")
     sock = config.bind_socket()
     _announce(a.host, sock.getsockname()[1])
     server = uvicorn.Server(config)
@@ -150,7 +155,7 @@ def serve_granian(a: argparse.Namespace) -> None:
     if a.header_timeout is not None:  # granian reads the headers: the app never sees a slow header block
         http1 = HTTP1Settings(header_read_timeout=round(a.header_timeout * 1000))
     Granian(a.app, address=a.host, port=port, interface=interface, workers=a.workers, loop=Loops.uvloop,
-            http=HTTPModes.http1, http1_settings=http1, websockets=False, log_enabled=True,
+            http=HTTPModes.http1, http1_settings=http1, websockets=True, log_enabled=True,
             log_level=LogLevels(a.log_level), backlog=2048).serve()
 
 

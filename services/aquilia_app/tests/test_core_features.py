@@ -1,0 +1,222 @@
+"""The application core: native middleware (order, short-circuit, errors, both front ends), exception
+handlers by type and status, background tasks after the response, ``mount``."""
+import asyncio
+
+import httpx
+import pytest
+
+from aquilia_app import (App, BackgroundTasks, Container, HTTPException, Middleware, NotFound, REQUEST, Request,
+                         Response)
+
+pytestmark = pytest.mark.asyncio
+
+
+async def call(app, method, path, **kw):
+    await app.startup()
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+            return await c.request(method, path, **kw)
+    finally:
+        await app.shutdown()
+
+
+class Tag(Middleware):
+    def __init__(self, name, log):
+        self.name, self.log = name, log
+
+    async def __call__(self, request, call_next):
+        self.log.append(f"in {self.name} {request.route is not None}")
+        resp = await call_next(request)
+        self.log.append(f"out {self.name} {request.route.pattern if request.route else None}")
+        return resp.with_headers([("x-" + self.name, "1")])
+
+
+async def test_native_middleware_runs_in_priority_order_around_routing():
+    log = []
+    app = App()
+    app.add_middleware(Tag("inner", log), priority=50)
+    app.add_middleware(Tag, priority=10, name="outer", log=log)
+
+    @app.get("/items/{id:int}")
+    async def item(id: int):
+        return {"id": id}
+
+    r = await call(app, "GET", "/items/3")
+    assert r.status_code == 200 and r.json() == {"id": 3}
+    assert r.headers["x-outer"] == "1" and r.headers["x-inner"] == "1"
+    assert log == ["in outer False", "in inner False", "out inner /items/{id:int}", "out outer /items/{id:int}"]
+    log.clear()
+    r = await call(app, "GET", "/nowhere")  # a miss goes through the chain too
+    assert r.status_code == 404 and r.headers["x-outer"] == "1"
+    assert log[-1] == "out outer None"
+
+
+async def test_a_shared_response_is_not_mutated_by_middleware():
+    shared = Response(b"same", 200)
+    app = App()
+    app.add_middleware(Tag("a", []))
+
+    @app.get("/s")
+    async def s():
+        return shared
+
+    for _ in range(3):
+        r = await call(app, "GET", "/s")
+        assert r.headers.get_list("x-a") == ["1"]
+    assert shared.extra is None
+
+
+async def test_middleware_may_answer_itself_and_its_errors_become_problems():
+    class Gate(Middleware):
+        async def __call__(self, request, call_next):
+            if request.header("x-block"):
+                return Response(b"blocked", 403)
+            if request.header("x-boom"):
+                raise RuntimeError("middleware bug")
+            if request.header("x-teapot"):
+                raise HTTPException(418, "short and stout")
+            return await call_next(request)
+
+    app = App()
+    app.add_middleware(Gate())
+    ran = []
+
+    @app.get("/x")
+    async def x():
+        ran.append(1)
+        return "ok"
+
+    assert (await call(app, "GET", "/x", headers={"x-block": "1"})).status_code == 403
+    r = await call(app, "GET", "/x", headers={"x-boom": "1"})
+    assert r.status_code == 500 and r.headers["content-type"] == "application/problem+json"
+    r = await call(app, "GET", "/x", headers={"x-teapot": "1"})
+    assert r.status_code == 418 and r.json()["detail"] == "short and stout"
+    assert ran == []
+    assert (await call(app, "GET", "/x")).text == "ok"
+
+
+async def test_middleware_options_go_to_the_class_not_an_instance():
+    app = App()
+    with pytest.raises(TypeError, match="constructor"):
+        app.add_middleware(Tag("a", []), name="b")
+
+
+class Boom(Exception):
+    pass
+
+
+class BiggerBoom(Boom):
+    pass
+
+
+async def test_exception_handlers_by_class_most_specific_first_and_by_status():
+    app = App()
+
+    @app.exception_handler(Boom)
+    async def on_boom(request, exc):
+        return Response.json({"handled": "boom", "path": request.path}, 409)
+
+    @app.exception_handler(BiggerBoom)
+    def on_bigger(request, exc):  # a plain function works too
+        return Response.json({"handled": "bigger"}, 410)
+
+    @app.exception_handler(404)
+    async def on_404(request, exc):
+        return Response.text(f"nothing at {request.path}", 404)
+
+    @app.exception_handler(405)
+    async def on_405(request, exc):
+        return Response.text("allow: " + ",".join(exc.allow), 405)
+
+    @app.get("/boom")
+    async def boom():
+        raise Boom()
+
+    @app.get("/bigger")
+    async def bigger():
+        raise BiggerBoom()
+
+    @app.get("/gone")
+    async def gone():
+        raise NotFound("it left")
+
+    r = await call(app, "GET", "/boom")
+    assert (r.status_code, r.json()) == (409, {"handled": "boom", "path": "/boom"})
+    assert (await call(app, "GET", "/bigger")).status_code == 410
+    r = await call(app, "GET", "/gone")
+    assert (r.status_code, r.text) == (404, "nothing at /gone")
+    r = await call(app, "GET", "/missing")
+    assert (r.status_code, r.text) == (404, "nothing at /missing")
+    r = await call(app, "POST", "/boom")
+    assert (r.status_code, r.text) == (405, "allow: GET,HEAD")
+
+
+async def test_a_failing_exception_handler_gives_a_500():
+    app = App()
+
+    @app.exception_handler(Boom)
+    async def broken(request, exc):
+        raise RuntimeError("handler bug")
+
+    @app.get("/boom")
+    async def boom():
+        raise Boom()
+
+    r = await call(app, "GET", "/boom")
+    assert r.status_code == 500 and r.headers["content-type"] == "application/problem+json"
+
+
+async def test_exception_handler_keys_are_checked():
+    app = App()
+    with pytest.raises(TypeError):
+        app.exception_handler("404")
+
+
+async def test_background_tasks_run_after_the_response_before_the_scope_closes():
+    events = []
+
+    class Conn:
+        pass
+
+    async def conn():
+        events.append("open")
+        yield Conn()
+        events.append("close")
+
+    c = Container()
+    c.register(Conn, conn, scope=REQUEST)
+    app = App(container=c)
+
+    def blocking(x):
+        events.append(f"sync {x}")
+
+    async def failing():
+        raise RuntimeError("task bug")  # logged; the next task still runs
+
+    @app.post("/signup")
+    async def signup(tasks: BackgroundTasks, db: Conn):
+        async def later():
+            events.append(f"async uses {type(db).__name__}")
+        tasks.add(later)
+        tasks.add(failing)
+        tasks.add_task(blocking, 7)
+        events.append("handler")
+        return {"ok": True}
+
+    r = await call(app, "POST", "/signup")
+    assert r.json() == {"ok": True}
+    assert events == ["open", "handler", "async uses Conn", "sync 7", "close"]
+
+
+async def test_mount_serves_every_path_under_the_prefix():
+    app = App()
+
+    async def files(request: Request, path: str):
+        return Response.text(f"{request.method} {path}")
+
+    app.mount("/files/", files)
+    assert (await call(app, "GET", "/files/a/b.txt")).text == "GET a/b.txt"
+    assert (await call(app, "HEAD", "/files/x")).status_code == 200
+    assert (await call(app, "POST", "/files/x")).status_code == 405
+    with pytest.raises(ValueError):
+        App().mount("/", files)

@@ -1,0 +1,121 @@
+"""OpenAPI 3.1: the document generated from routes and types is valid (openapi-spec-validator) and says
+what the handlers take and return; the docs page and its assets are served from the package."""
+from typing import Annotated
+
+import httpx
+import msgspec
+import pytest
+from openapi_spec_validator import validate
+
+from aquilia_app import App, Body, Controller, get, post
+from aquilia_app.controllers import Header
+from aquilia_app.openapi import openapi_document
+
+
+class ItemIn(msgspec.Struct):
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
+    price: Annotated[float, msgspec.Meta(ge=0)]
+
+
+class ItemOut(ItemIn):
+    id: int
+
+
+class Items(Controller):
+    prefix = "/items"
+
+    @get("/{id:int|min=1}", name="item")
+    async def read(self, id: int) -> ItemOut:
+        """Read one item.
+
+        Answers 404 when there is none."""
+        return ItemOut("x", 1.0, id)
+
+    @get("")
+    async def index(self, limit: int = 20, q: str | None = None) -> list[ItemOut]:
+        return []
+
+    @post("", status=201)
+    async def create(self, body: ItemIn, x_api_key: Header[str]) -> ItemOut:
+        return ItemOut(body.name, body.price, 1)
+
+
+def make_app():
+    app = App()
+    app.controller(Items)
+
+    @app.get("/posts[/{page:int}]")
+    async def posts(page: int = 1):
+        return {"page": page}
+
+    @app.post("/numbers")
+    async def numbers(body: Body[list[int]]) -> dict:
+        return {"n": len(body)}
+
+    @app.get("/plain")
+    async def plain():
+        return "text"
+
+    app.enable_openapi(title="Items API", version="2.0.0")
+    return app
+
+
+def test_the_document_is_valid_openapi_3_1():
+    doc = openapi_document(make_app(), title="Items API", version="2.0.0")
+    validate(doc)
+    assert doc["openapi"] == "3.1.0" and doc["info"] == {"title": "Items API", "version": "2.0.0"}
+
+
+def test_paths_parameters_bodies_and_responses():
+    doc = openapi_document(make_app(), title="t", version="1")
+    paths = doc["paths"]
+    read = paths["/items/{id}"]["get"]
+    assert read["summary"] == "Read one item." and "404" in read["description"]
+    assert read["tags"] == ["Items"]
+    (pid,) = read["parameters"]
+    assert pid == {"name": "id", "in": "path", "required": True, "schema": {"type": "integer", "minimum": 1}}
+    assert read["responses"]["200"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ItemOut"}
+    index = {p["name"]: p for p in paths["/items"]["get"]["parameters"]}
+    assert index["limit"]["in"] == "query" and index["limit"]["required"] is False
+    assert index["limit"]["schema"]["type"] == "integer"
+    create = paths["/items"]["post"]
+    assert "201" in create["responses"] and "422" in create["responses"]
+    assert create["requestBody"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ItemIn"}
+    (key,) = create["parameters"]
+    assert key["in"] == "header" and key["name"].lower() == "x-api-key" and key["required"] is True
+    item_in = doc["components"]["schemas"]["ItemIn"]
+    assert item_in["properties"]["name"] == {"type": "string", "minLength": 1, "maxLength": 100}
+    # an optional part gives two paths; the parameter only where it is in the path
+    assert "parameters" not in paths["/posts"]["get"] or all(p["in"] != "path" for p in paths["/posts"]["get"]["parameters"])
+    assert paths["/posts/{page}"]["get"]["parameters"][0]["in"] == "path"
+    assert paths["/numbers"]["post"]["requestBody"]["content"]["application/json"]["schema"] == {
+        "type": "array", "items": {"type": "integer"}}
+    assert "/openapi.json" not in paths and "/docs" not in paths
+
+
+@pytest.mark.asyncio
+async def test_served_document_and_docs_page():
+    app = make_app()
+    await app.startup()
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+            r = await c.get("/openapi.json")
+            assert r.status_code == 200 and r.headers["content-type"] == "application/json"
+            validate(r.json())
+            page = await c.get("/docs")
+            assert page.status_code == 200 and "swagger-ui-bundle.js" in page.text
+            js = await c.get("/docs/assets/swagger-ui-bundle.js")
+            assert js.status_code == 200 and len(js.content) > 100_000
+    finally:
+        await app.shutdown()
+
+
+def test_off_unless_enabled():
+    app = App()
+
+    @app.get("/x")
+    async def x():
+        return 1
+
+    app.compile()
+    assert app.router.match("GET", "/openapi.json").route is None

@@ -1,0 +1,318 @@
+"""Response-side features: cookies, redirects, header copies for middleware, the JSON/HTML aliases,
+server-sent events.  The rules in process; the wire on granian (RSGI and ASGI) and uvicorn, including
+an SSE client that leaves (the source's ``finally`` runs and no stream task is left)."""
+import asyncio
+import socket
+import time
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from files_app import SERVERS, make_tree, serving
+
+from aquilia_app import HTMLResponse, JSONResponse
+from aquilia_app.responses import (MAX_COOKIE_SIZE, RedirectResponse, Response, StreamingResponse, cookie_header,
+                                   problem)
+from aquilia_app.sse import PING, EventSourceResponse, ServerSentEvent
+
+
+# -- cookies --------------------------------------------------------------------------------------
+def test_cookie_attributes():
+    assert cookie_header("a", "b") == "a=b; Path=/; SameSite=Lax"
+    full = cookie_header("sid", '"x!y"', max_age=60, path="/app", domain=".example.com", secure=True,
+                         httponly=True, samesite="None", partitioned=True)
+    assert full == ('sid="x!y"; Max-Age=60; Path=/app; Domain=.example.com; Secure; HttpOnly; SameSite=None; '
+                    "Partitioned")
+    assert cookie_header("a", "", path=None, samesite=None) == "a="
+    when = datetime(2030, 1, 2, 3, 4, 5, tzinfo=timezone(timedelta(hours=2)))
+    assert "Expires=Wed, 02 Jan 2030 01:04:05 GMT" in cookie_header("a", "b", expires=when)
+    assert "Expires=Wed, 02 Jan 2030 03:04:05 GMT" in cookie_header("a", "b", expires=when.replace(tzinfo=None))
+    expires = cookie_header("a", "b", expires=3600).split("Expires=")[1].split(";")[0]
+    assert abs(datetime.strptime(expires, "%a, %d %b %Y %H:%M:%S GMT").replace(tzinfo=timezone.utc).timestamp()
+               - time.time() - 3600) < 5
+    assert "Expires=Fri, 01 Jan 2100 00:00:00 GMT" in cookie_header("a", "b", expires="Fri, 01 Jan 2100 00:00:00 GMT")
+
+
+@pytest.mark.parametrize("kw", [
+    {"key": "a b"}, {"key": "a;b"}, {"key": "a:b"}, {"key": ""}, {"key": "caf\u00e9"}, {"key": "a=b"},
+    {"value": "a b"}, {"value": "a;b"}, {"value": "a,b"}, {"value": "a\r\nSet-Cookie: x=1"}, {"value": "a\\b"},
+    {"value": '"a'}, {"value": "\u00e9"}, {"value": "x" * MAX_COOKIE_SIZE},
+    {"path": "/a;b"}, {"path": "/a\nb"}, {"domain": "exa mple.com"}, {"domain": "a;b"}, {"domain": "-x.com"},
+    {"samesite": "sometimes"}, {"samesite": "none"}, {"partitioned": True},
+    {"key": "__Secure-id"}, {"key": "__Host-id", "secure": True, "path": "/app"},
+    {"key": "__host-id", "secure": True, "domain": "example.com"},
+    {"max_age": "60"}, {"max_age": 1.5}, {"max_age": True}, {"expires": "a;b"}, {"expires": object()},
+])
+def test_bad_cookies_are_refused(kw):
+    args = {"key": "k", "value": "v", **kw}
+    with pytest.raises(ValueError):
+        cookie_header(**args)
+
+
+def test_cookie_limits_and_prefixes_that_pass():
+    assert cookie_header("k", "v" * (MAX_COOKIE_SIZE - 1))
+    assert cookie_header("__Host-id", "1", secure=True).startswith("__Host-id=1; Path=/; Secure")
+    assert "SameSite=Strict" in cookie_header("a", "b", samesite="STRICT")
+
+
+def test_set_and_delete_cookie_on_every_kind_of_response():
+    r = Response.text("x")
+    assert r.set_cookie("a", "1") is r and r.header("set-cookie") == "a=1; Path=/; SameSite=Lax"
+    r.delete_cookie("a", path="/p")
+    assert r.raw_headers[-1] == (b"set-cookie", b"a=; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Path=/p; "
+                                                b"SameSite=Lax")
+    s = StreamingResponse(iter([b"x"])).set_cookie("b", "2", httponly=True)
+    assert s.header("set-cookie") == "b=2; Path=/; HttpOnly; SameSite=Lax"
+    e = EventSourceResponse(_agen()).set_cookie("c", "3")
+    assert e.header("set-cookie") == "c=3; Path=/; SameSite=Lax"
+
+
+# -- header copies for middleware, aliases ---------------------------------------------------------------
+def test_with_headers_copies_a_response_and_leaves_the_shared_one_alone():
+    shared = problem(404, "Not Found")
+    before = list(shared.raw_headers)
+    copy = shared.with_headers([("x-a", "1"), (b"vary", b"origin")])
+    assert copy is not shared and copy.body is shared.body and copy.status == 404
+    assert shared.raw_headers == before and shared.extra is None
+    assert copy.header("x-a") == "1" and copy.header("vary") == "origin"
+    assert copy.raw_headers[1] == (b"content-length", b"%d" % len(shared.body))
+    again = copy.with_headers([("x-a", "2")], replace=True)
+    assert [v for k, v in again.raw_headers if k == b"x-a"] == [b"2"] and copy.header("x-a") == "1"
+    with pytest.raises(ValueError):
+        shared.with_headers([("x", "a\r\nb")])
+
+
+def test_with_headers_keeps_a_subclass_and_its_attributes():
+    class Tagged(Response):
+        def __init__(self, tag):
+            super().__init__(b"t", 201, [("x-tag", tag)])
+            self.tag = tag
+
+    t = Tagged("one")
+    c = t.with_headers([("x-more", "1")])
+    assert type(c) is Tagged and c.tag == "one" and c.status == 201
+    assert c.header("x-tag") == "one" and c.header("x-more") == "1" and t.header("x-more") is None
+
+
+def test_per_request_responses_change_in_place():
+    s = StreamingResponse(iter([b"x"]), headers=[("connection", "keep-alive")])
+    assert s.with_headers([("connection", "close")], replace=True) is s
+    assert s.raw_headers == [(b"content-type", b"text/plain; charset=utf-8"), (b"connection", b"close")]
+    s.add_header("X-Up", "1")
+    assert s.rsgi_headers()[-1] == ("x-up", "1")
+
+
+def test_add_header_invalidates_the_built_headers():
+    r = Response.json({"a": 1})
+    assert len(r.raw_headers) == 2
+    r.add_header("x-a", "1")
+    assert r.raw_headers[-1] == (b"x-a", b"1")
+
+
+def test_json_and_html_aliases_are_the_response_constructors():
+    assert JSONResponse == Response.json and HTMLResponse == Response.html
+    r = JSONResponse({"a": [1, 2]}, 201, [("x", "1")])
+    assert type(r) is Response and r.status == 201 and r.body == b'{"a":[1,2]}' and r.media_type == b"application/json"
+    assert HTMLResponse("<b>x</b>").media_type == b"text/html; charset=utf-8"
+
+
+# -- redirects ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_redirect_statuses(status):
+    r = RedirectResponse("/next", status)
+    assert r.status == status and r.header("location") == "/next" and r.body == b""
+
+
+@pytest.mark.parametrize("status", [200, 300, 304, 305, 306, 309, 404, "307"])
+def test_redirect_refuses_other_statuses(status):
+    with pytest.raises(ValueError):
+        RedirectResponse("/x", status)
+
+
+@pytest.mark.parametrize("url,location", [
+    ("https://example.com/a/b?x=1&y=2#f", "https://example.com/a/b?x=1&y=2#f"),
+    ("/caf\u00e9 menu", "/caf%C3%A9%20menu"),
+    ("/ok%20already", "/ok%20already"),
+    ("/100%", "/100%25"),
+    ("/x\r\nSet-Cookie: evil=1", "/x%0D%0ASet-Cookie:%20evil=1"),
+    ('/<script>"', "/%3Cscript%3E%22"),
+])
+def test_redirect_location_is_encoded(url, location):
+    assert RedirectResponse(url).header("location") == location
+
+
+def test_redirect_needs_a_url():
+    for bad in ("", None, b"/x"):
+        with pytest.raises(ValueError):
+            RedirectResponse(bad)
+
+
+# -- server-sent events: encoding ------------------------------------------------------------------
+async def _agen():
+    yield "x"
+
+
+def test_event_encoding():
+    assert ServerSentEvent("hi").encode() == b"data: hi\n\n"
+    assert ServerSentEvent("a\nb\r\nc\rd\n").encode() == b"data: a\ndata: b\ndata: c\ndata: d\ndata: \n\n"
+    assert ServerSentEvent(" lead").encode() == b"data:  lead\n\n"  # the parser drops one space only
+    assert ServerSentEvent({"k": "\u00e9\n"}).encode() == b'data: {"k":"\xc3\xa9\\n"}\n\n'
+    full = ServerSentEvent("d", event="update", id="7", retry=2500, comment="c1\nc2")
+    assert full.encode() == b": c1\n: c2\nevent: update\nid: 7\nretry: 2500\ndata: d\n\n"
+    assert ServerSentEvent(comment="").encode() == b":\n\n"
+    assert ServerSentEvent(id="").encode() == b"id: \n\n"  # resets the client's last event id
+    assert ServerSentEvent("\u2028x").encode() == "data: \u2028x\n\n".encode()  # not a line end here
+
+
+@pytest.mark.parametrize("kw", [{"event": "a\nb"}, {"event": "a\rb"}, {"id": "1\n2"}, {"id": "1\x002"},
+                                {"retry": -1}, {"retry": 1.5}, {"retry": True}, {}, {"data": b"\xff"}])
+def test_bad_events_are_refused(kw):
+    with pytest.raises(ValueError):
+        ServerSentEvent(**kw)
+
+
+def test_event_source_arguments():
+    with pytest.raises(TypeError):
+        EventSourceResponse(["not", "async"])
+    for ping in (0, -1):
+        with pytest.raises(ValueError):
+            EventSourceResponse(_agen(), ping=ping)
+    r = EventSourceResponse(_agen(), ping=None, headers=[("x-a", "1")])
+    assert r.raw_headers == [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-store"),
+                             (b"x-accel-buffering", b"no"), (b"x-a", b"1")]
+
+
+def _asgi_messages(resp, *, disconnect_after: float | None = None):
+    """Run ``resp`` as an ASGI app; returns the sent messages."""
+    sent = []
+
+    async def main():
+        gone = asyncio.Event()
+
+        async def receive():
+            if disconnect_after is None:
+                await asyncio.Event().wait()
+            await asyncio.sleep(disconnect_after)
+            gone.set()
+            return {"type": "http.disconnect"}
+
+        async def send(msg):
+            sent.append(msg)
+
+        await resp({"type": "http", "method": "GET"}, receive, send)
+
+    asyncio.run(main())
+    return sent
+
+
+def test_sse_asgi_in_process_with_pings_and_disconnect():
+    closed = []
+
+    async def slow():
+        try:
+            yield ServerSentEvent("first", id="1")
+            await asyncio.sleep(3600)
+            yield "never"
+        finally:
+            closed.append(True)
+
+    sent = _asgi_messages(EventSourceResponse(slow(), ping=0.05), disconnect_after=0.3)
+    bodies = [m["body"] for m in sent[1:]]
+    assert sent[0]["status"] == 200 and bodies[0] == b"id: 1\ndata: first\n\n"
+    assert 3 <= bodies.count(PING) <= 7 and closed == [True]
+    assert all(m.get("more_body") for m in sent[1:])  # cut off: no final empty body
+
+
+def test_sse_source_errors_propagate_after_closing():
+    async def bad():
+        yield "ok"
+        raise LookupError("broken source")
+
+    with pytest.raises(LookupError):
+        _asgi_messages(EventSourceResponse(bad(), ping=None))
+
+
+# -- on the wire ----------------------------------------------------------------------------------
+@pytest.fixture(scope="module", params=list(SERVERS))
+def server(request, tmp_path_factory):
+    base = tmp_path_factory.mktemp("resp")
+    make_tree(str(base))
+    with serving(request.param, str(base)) as (port, client):
+        yield port, client
+
+
+def test_cookies_on_the_wire(server):
+    _, c = server
+    r = c.get("/cookies")
+    assert r.status_code == 200 and r.text == "cookies"
+    assert r.headers.get_list("set-cookie") == [
+        "plain=v1; Path=/; SameSite=Lax",
+        "sid=abc123; Max-Age=3600; Path=/app; Domain=example.com; Secure; HttpOnly; SameSite=Strict",
+        'cross="quoted"; Path=/; Secure; SameSite=None; Partitioned',
+        "old=; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Path=/; SameSite=Lax",
+    ]
+    assert c.cookies.get("plain") == "v1"  # httpx's cookie jar took it
+    r = c.get("/cookie-stream")
+    assert r.text == "streamed" and r.headers["set-cookie"] == "s=1; Path=/; HttpOnly; SameSite=Lax"
+
+
+def test_redirects_on_the_wire(server):
+    _, c = server
+    for status in (301, 302, 303, 307, 308):
+        r = c.get("/redirect", params={"to": "/caf\u00e9?a=1", "status": status})
+        assert r.status_code == status and r.headers["location"] == "/caf%C3%A9?a=1" and r.content == b""
+    r = c.get("/redirect", params={"to": "/x\r\nSet-Cookie: evil=1"})
+    assert r.status_code == 307 and r.headers["location"] == "/x%0D%0ASet-Cookie:%20evil=1"
+    assert "set-cookie" not in r.headers
+    assert c.get("/redirect", params={"to": "/x", "status": 200}).status_code == 500  # a bug in the handler
+    r = c.get("/redirect", params={"to": "/healthz"}, follow_redirects=True)
+    assert r.status_code == 200 and r.json() == {"status": "ok"}
+
+
+def _events(text: str) -> list:
+    return [block for block in text.split("\n\n") if block]
+
+
+def test_sse_on_the_wire(server):
+    _, c = server
+    with c.stream("GET", "/sse", params={"n": 3}) as r:
+        assert r.status_code == 200 and r.headers["content-type"] == "text/event-stream"
+        assert r.headers["cache-control"] == "no-store" and r.headers["x-accel-buffering"] == "no"
+        text = r.read().decode()
+    assert _events(text) == ['event: tick\nid: 0\ndata: {"i":0}', 'event: tick\nid: 1\ndata: {"i":1}',
+                             'event: tick\nid: 2\ndata: {"i":2}', "data: multi\ndata: line"]
+
+
+def test_sse_pings_while_idle(server):
+    _, c = server
+    r = c.get("/sse", params={"n": 2, "delay": 0.35, "ping": 0.1})
+    blocks = _events(r.text)
+    assert blocks[0].startswith("event: tick\nid: 0") and blocks[-1] == "data: multi\ndata: line"
+    assert 3 <= blocks.count(": ping") <= 12
+
+
+def _sse_state(c) -> dict:
+    return c.get("/sse-state").json()
+
+
+def test_sse_client_leaving_closes_the_source(server):
+    port, c = server
+    before = _sse_state(c)
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(b"GET /sse?n=1000000&delay=0.05&ping=0.02 HTTP/1.1\r\nHost: t\r\n\r\n")
+        got = b""
+        while b"data: " not in got:
+            chunk = s.recv(4096)
+            assert chunk, got  # the server closed the connection before the first event
+            got += chunk
+        assert got.startswith(b"HTTP/1.1 200"), got
+        running = _sse_state(c)
+        assert running["sse_started"] == before["sse_started"] + 1
+        assert running["alive"] == before["alive"] + 3  # producer, disconnect watcher, pinger
+    deadline = time.monotonic() + 5
+    while True:
+        state = _sse_state(c)
+        if state["sse_closed"] == before["sse_closed"] + 1 and state["alive"] == 0:
+            break
+        assert time.monotonic() < deadline, state
+        time.sleep(0.05)

@@ -1,0 +1,268 @@
+"""aquilia_app.testclient: the synchronous in-process client (HTTP through httpx, lifespan, streaming
+responses, WebSockets) against ws_app.py and small apps of its own."""
+import threading
+import time
+
+import httpx
+import pytest
+
+import ws_app
+from aquilia_app import App, Request, Response, ValidationFailed
+from aquilia_app.testclient import TestClient, WebSocketRejected
+from aquilia_app.websockets import WebSocketDisconnect
+
+
+def _http_app() -> App:
+    app = App()
+
+    @app.get("/hello")
+    async def hello(name: str = "world"):
+        return {"hello": name}
+
+    @app.post("/echo", status=201)
+    async def echo(request: Request):
+        return {"got": await request.json(), "type": request.header("content-type")}
+
+    @app.get("/login")
+    async def login():
+        return Response.json({"ok": True}).set_cookie("sid", "abc123")
+
+    @app.get("/whoami")
+    async def whoami(request: Request):
+        return {"sid": request.cookies.get("sid")}
+
+    @app.get("/old")
+    async def old():
+        return Response.redirect("/hello?name=moved", 307)
+
+    @app.get("/fail")
+    async def fail():
+        raise RuntimeError("handler bug")
+
+    @app.get("/slow")
+    async def slow():
+        await __import__("asyncio").sleep(30)
+
+    return app
+
+
+# -- HTTP -----------------------------------------------------------------------------------------
+
+def test_get_post_json_and_query():
+    with TestClient(_http_app()) as client:
+        r = client.get("/hello", params={"name": "ada lovelace"})
+        assert r.status_code == 200 and r.json() == {"hello": "ada lovelace"}
+        r = client.post("/echo", json={"a": [1, 2]})
+        assert r.status_code == 201 and r.json() == {"got": {"a": [1, 2]}, "type": "application/json"}
+        assert client.get("/nope").status_code == 404
+
+
+def test_cookies_are_kept_across_requests():
+    with TestClient(_http_app()) as client:
+        assert client.get("/whoami").json() == {"sid": None}
+        r = client.get("/login")
+        assert "sid=abc123" in r.headers["set-cookie"]
+        assert client.get("/whoami").json() == {"sid": "abc123"}
+
+
+def test_redirects_are_not_followed_unless_asked():
+    with TestClient(_http_app()) as client:
+        r = client.get("/old")
+        assert r.status_code == 307 and r.headers["location"] == "/hello?name=moved"
+        r = client.get("/old", follow_redirects=True)
+        assert r.status_code == 200 and r.json() == {"hello": "moved"}
+    with TestClient(_http_app(), follow_redirects=True) as client:
+        assert client.get("/old").json() == {"hello": "moved"}
+
+
+def test_a_failing_handler_is_a_500_problem():
+    with TestClient(_http_app()) as client:
+        r = client.get("/fail")
+        assert r.status_code == 500 and r.headers["content-type"] == "application/problem+json"
+
+
+def test_an_app_that_never_answers_times_out():
+    with TestClient(_http_app(), timeout=0.3) as client:
+        t0 = time.monotonic()
+        with pytest.raises(httpx.ReadTimeout):
+            client.get("/slow")
+        assert time.monotonic() - t0 < 5
+        assert client.get("/hello").status_code == 200  # and the client still works
+
+
+def test_exceptions_escaping_the_app():
+    async def broken(scope, receive, send):
+        if scope["type"] == "lifespan":
+            return  # no lifespan support: the client goes on without it
+        raise ValueError("the ASGI app itself failed")
+
+    with TestClient(broken) as client:
+        with pytest.raises(ValueError, match="itself failed"):
+            client.get("/")
+    with TestClient(broken, raise_server_exceptions=False) as client:
+        assert client.get("/").status_code == 500
+
+
+# -- lifespan ---------------------------------------------------------------------------------------
+
+def test_lifespan_runs_startup_and_shutdown():
+    ws_app.STARTED.clear()
+    client = TestClient(ws_app.build())
+    with client:
+        assert ws_app.STARTED == ["startup"]
+        assert client.get("/healthz").json() == {"status": "ok"}
+    assert ws_app.STARTED == ["startup", "shutdown"]
+
+
+def test_a_failed_startup_raises():
+    app = App()
+
+    @app.on_startup
+    def explode():
+        raise RuntimeError("no database")
+
+    with pytest.raises(RuntimeError, match="startup failed: RuntimeError: no database"):
+        with TestClient(app):
+            pass
+
+
+def test_without_with_the_app_starts_on_first_request():
+    ws_app.STARTED.clear()
+    client = TestClient(ws_app.build())
+    try:
+        assert client.get("/healthz").status_code == 200
+        assert ws_app.STARTED == ["startup"]
+    finally:
+        client.close()
+
+
+# -- streaming --------------------------------------------------------------------------------------
+
+def test_a_finite_stream_is_read_whole():
+    with TestClient(ws_app.build()) as client:
+        r = client.get("/stream", params={"n": 5, "tag": "tc-finite"})
+        assert r.text == "".join(f"chunk {i}\n" for i in range(5))
+    assert ws_app.EVENTS["tc-finite"] == ["stream end"]
+
+
+def test_an_endless_stream_yields_chunks_as_they_come_and_stops_when_closed():
+    with TestClient(ws_app.build()) as client:
+        with client.stream("GET", "/stream", params={"tag": "tc-endless"}) as r:
+            assert r.status_code == 200
+            lines = r.iter_lines()
+            t0 = time.monotonic()
+            got = [next(lines) for _ in range(3)]
+            assert got == ["chunk 0", "chunk 1", "chunk 2"]
+            assert time.monotonic() - t0 < 2  # one chunk every 20 ms: not waiting for an end
+        # closing the response told the app the client left: its generator was closed
+        assert ws_app.EVENTS["tc-endless"] == ["stream end"]
+        assert client.get("/healthz").status_code == 200
+
+
+def test_requests_from_several_threads():
+    with TestClient(_http_app()) as client:
+        results = []
+
+        def worker(i):
+            results.append(client.get("/hello", params={"name": str(i)}).json()["hello"])
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(results, key=int) == [str(i) for i in range(8)]
+
+
+# -- WebSockets -------------------------------------------------------------------------------------
+
+def test_websocket_round_trip():
+    with TestClient(ws_app.build()) as client:
+        with client.websocket_connect("/ws/text", subprotocols=["chat.v2", "chat.v1"]) as ws:
+            assert ws.subprotocol == "chat.v2" and ws.headers["x-ws"] == "yes"
+            ws.send_text("hello")
+            assert ws.receive_text() == "hello"
+        with client.websocket_connect("/ws/bytes") as ws:
+            ws.send_bytes(b"\x00\xff")
+            assert ws.receive_bytes() == b"\x00\xff"
+        with client.websocket_connect("/ws/json") as ws:
+            ws.send_json({"a": 1})
+            assert ws.receive_json() == {"got": {"a": 1}}
+            for i in range(500):  # many, in order
+                ws.send_json(i)
+            assert [ws.receive_json()["got"] for _ in range(500)] == list(range(500))
+
+
+def test_websocket_parameters_cookies_and_di_teardown():
+    with TestClient(ws_app.build(), cookies={"flavor": "lemon"}) as client:
+        url = "/ws/rooms/9?tag=tc-room&name=bob"
+        with client.websocket_connect(url, headers={"x-token": "tk"}) as ws:
+            hello = ws.receive_json()
+            ws.send_text("hey")
+            assert ws.receive_text() == "bob@9: hey"
+            assert ws_app.EVENTS["tc-room"] == ["handler start"]
+        assert hello["room"] == 9 and hello["name"] == "bob" and hello["token"] == "tk"
+        assert hello["flavor"] == "lemon"
+        # leaving the block closed the socket and waited for the app: the request scope is torn down
+        assert ws_app.EVENTS["tc-room"] == ["handler start", "handler end", "session closed"]
+
+
+def test_rejected_handshakes_raise_websocket_rejected():
+    with TestClient(ws_app.build()) as client:
+        for path, status in [("/ws/nowhere", 404), ("/ws/rooms/x?tag=a", 404), ("/ws/private", 401),
+                             ("/ws/refuse", 403), ("/ws/boom-early", 500)]:
+            with pytest.raises(WebSocketRejected) as info:
+                with client.websocket_connect(path):
+                    pass
+            assert info.value.status == status, path
+        assert info.value.headers["content-type"] == "application/problem+json"
+        with pytest.raises(WebSocketRejected) as info:
+            with client.websocket_connect("/ws/private"):
+                pass
+        assert info.value.json()["detail"] == "a valid x-token header is required"
+        with pytest.raises(WebSocketRejected) as info:  # a parameter that does not bind: as for HTTP
+            with client.websocket_connect("/ws/small"):
+                pass
+        assert info.value.status == ValidationFailed("x").status
+        assert info.value.json()["errors"][0]["loc"] == ["query", "tag"]
+
+
+def test_server_side_closes_raise_websocket_disconnect(caplog):
+    with TestClient(ws_app.build()) as client:
+        cases = [("/ws/small?tag=tc-small", lambda ws: ws.send_bytes(b"x" * (ws_app.SMALL_LIMIT + 1)),
+                  (1009, f"message over {ws_app.SMALL_LIMIT} bytes")),
+                 ("/ws/boom?tag=tc-boom", lambda ws: ws.send_text("go"), (1011, "internal error")),
+                 ("/ws/policy", lambda ws: ws.send_text("go"), (1008, "not allowed in this room")),
+                 ("/ws/text", lambda ws: ws.send_bytes(b"binary"), (1003, "expected a text message, got a binary one")),
+                 ("/ws/json", lambda ws: ws.send_text("{oops"), (1007, None))]
+        for path, act, (code, reason) in cases:
+            with client.websocket_connect(path) as ws:
+                act(ws)
+                with pytest.raises(WebSocketDisconnect) as info:
+                    ws.receive()
+                assert info.value.code == code, path
+                assert reason is None or info.value.reason == reason, path
+                with pytest.raises(WebSocketDisconnect):  # and it stays closed
+                    ws.receive_text()
+        with client.websocket_connect("/ws/leave") as ws:
+            assert ws.receive_text() == "bye"
+            with pytest.raises(WebSocketDisconnect) as info:
+                ws.receive_text()
+            assert info.value.code == 1000
+    assert ws_app.EVENTS["tc-small"] == ["small end"] and ws_app.EVENTS["tc-boom"] == ["raising"]
+    logged = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert logged == ["error in WebSocket handler /ws/boom"]  # 1011 is logged; 1008, 1009... are not
+
+
+def test_closing_the_session_ends_a_pushing_handler():
+    with TestClient(ws_app.build()) as client:
+        with client.websocket_connect("/ws/push?tag=tc-push") as ws:
+            assert [ws.receive_text() for _ in range(3)] == ["0", "1", "2"]
+        assert ws_app.EVENTS["tc-push"] == ["push end"]
+
+
+def test_a_silent_app_times_out_instead_of_hanging():
+    with TestClient(ws_app.build()) as client:
+        with client.websocket_connect("/ws/text", timeout=0.2) as ws:
+            with pytest.raises(TimeoutError):
+                ws.receive_text()
