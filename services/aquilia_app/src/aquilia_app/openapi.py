@@ -237,4 +237,5 @@ def enable_openapi(app, *, title: str = "API", version: str = "1.0.0", descripti
 
     docs.include_in_schema = False
 
-    app.mount(assets, StaticFiles(str(swagger_ui_path)))
+    # the package's own files, trusted: installed trees may be symlink farms (Bazel runfiles)
+    app.mount(assets, StaticFiles(str(swagger_ui_path), follow_symlink=True, max_age=86400))
