@@ -138,15 +138,17 @@ class Request:
 
     @property
     def query(self) -> dict[str, str]:
+        """The query parameters (the last value of a repeated one), parsed on first use."""
         q = self._query
         if q is None:
-            qs = self.scope.get("query_string", b"")
-            q = self._query = dict(parse_qsl(qs.decode("latin-1"), keep_blank_values=True)) if qs else {}
+            qs = self._raw_query()
+            q = self._query = dict(parse_qsl(qs, keep_blank_values=True)) if qs else {}
         return q
 
     # ``_query_multi`` and ``_cookies`` are left unset by __init__ (a request that never uses them pays
     # nothing): the first access finds no attribute and builds the value.
     def _raw_query(self) -> str:
+        """The query string as text: the one thing each front end reads its own way."""
         return self.scope.get("query_string", b"").decode("latin-1")
 
     @property

@@ -13,8 +13,6 @@ bridge, and the mapping is a few fields (RSGI spec: granian's ``docs/spec/RSGI.m
 """
 from __future__ import annotations
 
-from urllib.parse import parse_qsl
-
 from .exceptions import BadRequest
 from .requests import DEFAULT_MAX_BODY, Headers, Request
 from .responses import CT_HTML, CT_JSON, CT_PROBLEM, CT_TEXT, Response
@@ -119,15 +117,7 @@ class RSGIRequest(Request):
             return self._headers.get(name, default)
         return self.rsgi_scope.headers.get(name.lower(), default)
 
-    @property
-    def query(self) -> dict[str, str]:
-        q = self._query
-        if q is None:
-            qs = self.rsgi_scope.query_string
-            q = self._query = dict(parse_qsl(qs, keep_blank_values=True)) if qs else {}
-        return q
-
-    def _raw_query(self) -> str:  # for Request.query_multi / query_list (cookies need no override)
+    def _raw_query(self) -> str:  # for Request.query, query_multi, query_list (cookies need no override)
         return self.rsgi_scope.query_string
 
     async def _chunks(self):
