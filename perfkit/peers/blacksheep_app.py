@@ -9,7 +9,6 @@ app does with app-wide middleware at start-up), so the other routes do not pass 
 /ws-echo: BlackSheep's WebSocket."""
 import os
 import sys
-from typing import Annotated
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -20,19 +19,10 @@ from blacksheep.server.compression import GzipMiddleware  # noqa: E402
 from blacksheep.server.websocket import WebSocket, WebSocketDisconnectError  # noqa: E402
 from blacksheep.sessions import SessionMiddleware  # noqa: E402
 from blacksheep.sessions.cookies import CookieSessionStore  # noqa: E402
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints  # noqa: E402
 
 import payloads as p  # noqa: E402
+from item_model import ItemIn  # noqa: E402
 from payloads import JSON_LARGE, JSON_SMALL, PONG, render_html  # noqa: E402
-
-
-class ItemIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: Annotated[str, StringConstraints(min_length=1, max_length=p.ITEM_NAME_MAX)]
-    price: Annotated[float, Field(ge=0, le=p.ITEM_PRICE_MAX)]
-    tags: Annotated[list[Annotated[str, StringConstraints(max_length=p.ITEM_TAG_MAX)]],
-                    Field(max_length=p.ITEM_TAGS_MAX)] = []
 
 
 app = Application()

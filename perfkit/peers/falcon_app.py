@@ -12,26 +12,17 @@ import functools
 import json
 import os
 import sys
-from typing import Annotated
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import falcon  # noqa: E402
 import falcon.asgi  # noqa: E402
 import falcon.media  # noqa: E402
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError  # noqa: E402
+from pydantic import ValidationError  # noqa: E402
 
 import payloads as p  # noqa: E402
+from item_model import ItemIn  # noqa: E402
 from payloads import JSON_LARGE, JSON_SMALL, PONG, render_html  # noqa: E402
-
-
-class ItemIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: Annotated[str, StringConstraints(min_length=1, max_length=p.ITEM_NAME_MAX)]
-    price: Annotated[float, Field(ge=0, le=p.ITEM_PRICE_MAX)]
-    tags: Annotated[list[Annotated[str, StringConstraints(max_length=p.ITEM_TAG_MAX)]],
-                    Field(max_length=p.ITEM_TAGS_MAX)] = []
 
 
 class Fixed:

@@ -16,23 +16,14 @@ import aiosqlite  # noqa: E402
 from fastapi import Depends, FastAPI, Request, Response, WebSocket, WebSocketDisconnect  # noqa: E402
 from fastapi.middleware.cors import CORSMiddleware  # noqa: E402
 from fastapi.responses import HTMLResponse, PlainTextResponse, StreamingResponse  # noqa: E402
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints  # noqa: E402
 from starlette.middleware import Middleware  # noqa: E402
 from starlette.middleware.gzip import GZipMiddleware  # noqa: E402
 from starlette.middleware.sessions import SessionMiddleware  # noqa: E402
 from starlette.routing import Route  # noqa: E402
 
 import payloads as p  # noqa: E402
+from item_model import ItemIn  # noqa: E402
 from payloads import JSON_LARGE, JSON_SMALL, PONG, render_html  # noqa: E402
-
-
-class ItemIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: Annotated[str, StringConstraints(min_length=1, max_length=p.ITEM_NAME_MAX)]
-    price: Annotated[float, Field(ge=0, le=p.ITEM_PRICE_MAX)]
-    tags: Annotated[list[Annotated[str, StringConstraints(max_length=p.ITEM_TAG_MAX)]],
-                    Field(max_length=p.ITEM_TAGS_MAX)] = []
 
 
 @asynccontextmanager

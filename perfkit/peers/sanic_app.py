@@ -13,29 +13,20 @@ sends none).  /ws-echo: Sanic's websockets."""
 import argparse
 import os
 import sys
-from typing import Annotated
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError  # noqa: E402
+from pydantic import ValidationError  # noqa: E402
 from sanic import Blueprint, Sanic  # noqa: E402
 from sanic.response import html, json, text  # noqa: E402
 
 import payloads as p  # noqa: E402
+from item_model import ItemIn  # noqa: E402
 from payloads import JSON_LARGE, JSON_SMALL, PONG, render_html  # noqa: E402
 
 app = Sanic("perfkit_peer")
 app.config.ACCESS_LOG = False
 app.config.MOTD = False
-
-
-class ItemIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: Annotated[str, StringConstraints(min_length=1, max_length=p.ITEM_NAME_MAX)]
-    price: Annotated[float, Field(ge=0, le=p.ITEM_PRICE_MAX)]
-    tags: Annotated[list[Annotated[str, StringConstraints(max_length=p.ITEM_TAG_MAX)]],
-                    Field(max_length=p.ITEM_TAGS_MAX)] = []
 
 
 @app.before_server_start
