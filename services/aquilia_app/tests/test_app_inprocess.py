@@ -425,6 +425,7 @@ def test_pool_acquire_timeout_is_503_problem_with_retry_after(tmp_path):
 
         @app.get("/hold")
         async def hold(cn: Connection):
+            await cn.fetchone("SELECT 1 AS n")  # the first read takes the pool's only connection
             await gate.wait()
             return {"held": True}
 

@@ -245,6 +245,27 @@ def test_client_leaving_ends_a_pushing_handler(server):
     assert _events(server, tag, "push end") == ["push end"]
 
 
+def test_a_receiving_and_a_pushing_task_share_a_socket_and_both_end(server):
+    tag = f"chat-{server[0]}"
+    with connect(_url(server, f"/ws/chat?tag={tag}")) as ws:
+        echoes = []
+        for text in ("a", "b", "c"):
+            ws.send(text)
+            while (msg := ws.recv(timeout=5)) == "tick":
+                pass
+            echoes.append(msg)
+        assert echoes == ["echo a", "echo b", "echo c"]
+    assert _events(server, tag, "pusher end") == ["receiver end", "pusher end"]
+
+
+def test_messages_keep_their_order_after_a_burst_of_sends(server):
+    with connect(_url(server, "/ws/burst")) as ws:
+        assert [ws.recv(timeout=5) for _ in range(3)] == ["hello 0", "hello 1", "hello 2"]
+        for i in range(50):
+            ws.send(str(i))
+        assert [ws.recv(timeout=5) for _ in range(50)] == [str(i) for i in range(50)]
+
+
 def test_client_leaving_ends_a_receiving_handler(server):
     tag = f"gone-{server[0]}"
     with connect(_url(server, f"/ws/rooms/1?tag={tag}")) as ws:

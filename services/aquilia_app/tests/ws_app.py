@@ -9,7 +9,7 @@ from typing import Annotated
 
 from aquilia_app import REQUEST, App, Container, HTTPException, StreamingResponse
 from aquilia_app.controllers import Cookie, Header
-from aquilia_app.websockets import WebSocket
+from aquilia_app.websockets import WebSocket, WebSocketDisconnect
 
 EVENTS: dict[str, list[str]] = defaultdict(list)
 STARTED: list[str] = []  # the lifespan hooks that ran, in order
@@ -158,10 +158,42 @@ async def push(ws: WebSocket, tag: str):
         EVENTS[tag].append("push end")
 
 
+async def chat(ws: WebSocket, tag: str):
+    """A receiving task and a pushing task on one socket, as a chat room has: both end when the client
+    leaves, the receiver from its receive loop and the pusher at its next send."""
+    await ws.accept()
+
+    async def ticks():
+        try:
+            while True:
+                await ws.send_text("tick")
+                await asyncio.sleep(0.01)
+        except WebSocketDisconnect:
+            EVENTS[tag].append("pusher end")
+
+    pusher = asyncio.create_task(ticks())
+    try:
+        async for text in ws.iter_text():
+            await ws.send_text(f"echo {text}")
+    finally:
+        EVENTS[tag].append("receiver end")
+        await pusher
+
+
+async def burst(ws: WebSocket):
+    """Three sends in a row (the socket switches to its reader task), then an echo."""
+    await ws.accept()
+    for i in range(3):
+        await ws.send_text(f"hello {i}")
+    async for text in ws.iter_text():
+        await ws.send_text(text)
+
+
 WS_ROUTES = {
     "/ws/text": echo_text, "/ws/bytes": echo_bytes, "/ws/json": echo_json, "/ws/rooms/{room:int}": room,
     "/ws/small": small, "/ws/boom": boom, "/ws/boom-early": boom_early, "/ws/private": private,
-    "/ws/policy": policy, "/ws/refuse": refuse, "/ws/leave": leave, "/ws/push": push,
+    "/ws/policy": policy, "/ws/refuse": refuse, "/ws/leave": leave, "/ws/push": push, "/ws/chat": chat,
+    "/ws/burst": burst,
 }
 
 app = build()

@@ -9,6 +9,7 @@ routes), one ``Request`` object, the bound handler call, and the response's two 
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import logging
 from time import perf_counter
@@ -363,6 +364,9 @@ class App:
             self.metrics.start()
         self._started = True
         self._asgi = self._chain
+        # What start-up built (modules, routes, compiled templates, singletons) lives as long as the
+        # process: move it out of the collector's reach so that full collections scan only request garbage.
+        gc.freeze()
 
     async def shutdown(self) -> None:
         # ``_started`` stays True: a request racing the shutdown must not start the app again.

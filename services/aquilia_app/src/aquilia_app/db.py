@@ -1,10 +1,18 @@
 """A small async-friendly SQLite pool: N sqlite3 connections, each used by one thread at a time.
 
 ``await pool.acquire()`` hands out a :class:`Connection` (an ``asyncio.Queue`` of idle connections);
-its methods run the sqlite3 call in the pool's own ``ThreadPoolExecutor`` (as many threads as
-connections) so the event loop never blocks on disk.  WAL mode lets readers run beside a writer.
-A caller waits at most ``acquire_timeout`` seconds for a connection, then gets :class:`PoolTimeout`
-(a 503 with ``Retry-After``), so a pool held by slow requests cannot leave others waiting forever.
+its reads run the sqlite3 call in the pool's own ``ThreadPoolExecutor`` so the event loop never
+blocks on disk.  WAL mode lets readers run beside a writer.  A caller waits at most
+``acquire_timeout`` seconds for a connection, then gets :class:`PoolTimeout` (a 503 with
+``Retry-After``), so a pool held by slow requests cannot leave others waiting forever.
+
+Writes (``Connection.execute``) all go through one more connection, the pool's :class:`_Writer`,
+with group commit: SQLite admits one writer at a time, and several connections writing at once
+only queue on its lock through the busy handler's sleeps (1 ms, 2 ms, 5 ms, ...).  The writer runs
+the writes that arrived while its previous batch ran in one transaction, one thread hop and one
+commit, and answers each caller only after that commit.  A statement that fails in a batch rolls
+the batch back; its statements are then run again one transaction each, so every caller gets the
+outcome its statement alone would have had.
 """
 from __future__ import annotations
 
@@ -77,39 +85,154 @@ def prepare_database(path: str, schema: str) -> None:
 
 
 class Connection:
-    __slots__ = ("_raw", "_pool")
+    """A caller's handle on the pool.  Its first read takes an idle sqlite3 connection (waiting at most
+    the pool's ``acquire_timeout``) and keeps it until ``pool.release``; writes go to the pool's writer
+    and never take one, so a burst of writes is not capped at the pool's size."""
 
-    def __init__(self, raw: sqlite3.Connection, pool: "SQLitePool"):
-        self._raw = raw
+    __slots__ = ("_raw", "_pool", "_taking")
+
+    def __init__(self, pool: "SQLitePool"):
+        self._raw: sqlite3.Connection | None = None
         self._pool = pool
+        self._taking: list[asyncio.Future] | None = None  # reads of this handle waiting for its first take
+
+    async def _reader(self) -> sqlite3.Connection:
+        if self._raw is not None:
+            return self._raw
+        if self._taking is not None:  # a concurrent read of this handle is taking one: share it
+            waiter = asyncio.get_running_loop().create_future()
+            self._taking.append(waiter)
+            await waiter
+            return self._raw
+        self._taking = waiters = []
+        try:
+            self._raw = await self._pool._take()
+        except BaseException as e:
+            for w in waiters:
+                if not w.done():
+                    w.set_exception(e) if isinstance(e, Exception) else w.cancel()
+            raise
+        finally:
+            self._taking = None
+        for w in waiters:
+            if not w.done():
+                w.set_result(None)
+        return self._raw
 
     def _run(self, fn, *args):
         return asyncio.get_running_loop().run_in_executor(self._pool._executor, fn, *args)
 
     async def fetchall(self, sql: str, params: tuple = ()) -> list[dict]:
+        raw = await self._reader()
+
         def work():
-            cur = self._raw.execute(sql, params)
+            cur = raw.execute(sql, params)
             cols = [d[0] for d in cur.description]
             return [dict(zip(cols, row)) for row in cur.fetchall()]
         return await self._run(work)
 
     async def fetchone(self, sql: str, params: tuple = ()) -> dict | None:
+        raw = await self._reader()
+
         def work():
-            cur = self._raw.execute(sql, params)
+            cur = raw.execute(sql, params)
             row = cur.fetchone()
             return None if row is None else dict(zip([d[0] for d in cur.description], row))
         return await self._run(work)
 
-    async def execute(self, sql: str, params: tuple = ()) -> tuple[int, int | None]:
-        """Run a write in its own transaction; returns (rowcount, lastrowid)."""
-        def work():
-            with self._raw:
-                cur = self._raw.execute(sql, params)
-                return cur.rowcount, cur.lastrowid
-        return await self._run(work)
+    def execute(self, sql: str, params: tuple = ()) -> "asyncio.Future[tuple[int, int | None]]":
+        """Run one write statement; resolves to (rowcount, lastrowid) once it is committed."""
+        return self._pool.writer.submit(sql, params)
 
     async def executescript(self, script: str) -> None:
-        await self._run(self._raw.executescript, script)
+        await self._run((await self._reader()).executescript, script)
+
+
+class _Writer:
+    """The pool's one writing connection, committing the writes that queue up in batches.
+
+    Batches are started from the event loop only (``submit`` and the previous batch's completion),
+    so the queue needs no lock; the sqlite3 work runs in the pool's executor.
+    """
+
+    def __init__(self, raw: sqlite3.Connection, executor: ThreadPoolExecutor):
+        raw.isolation_level = None  # transactions are this class's own BEGIN/COMMIT
+        self._raw = raw
+        self._executor = executor
+        self._queue: list[tuple[str, tuple, asyncio.Future]] = []
+        self._running = False
+        self._idle_waiters: list[asyncio.Future] = []
+
+    def submit(self, sql: str, params: tuple) -> asyncio.Future:
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        self._queue.append((sql, params, fut))
+        if not self._running:
+            self._start(loop)
+        return fut
+
+    def _start(self, loop: asyncio.AbstractEventLoop) -> None:
+        batch, self._queue = self._queue, []
+        self._running = True
+        done = loop.run_in_executor(self._executor, self._commit, [(sql, params) for sql, params, _ in batch])
+        done.add_done_callback(lambda f: self._finished(loop, batch, f))
+
+    def _finished(self, loop, batch, done: asyncio.Future) -> None:
+        self._running = False
+        if done.cancelled():  # the loop is closing: nothing can be answered any more
+            return
+        exc = done.exception()
+        outcomes = [(False, exc)] * len(batch) if exc is not None else done.result()
+        for (_, _, fut), (ok, value) in zip(batch, outcomes):
+            if not fut.done():  # a caller that stopped waiting (cancelled) is skipped
+                fut.set_result(value) if ok else fut.set_exception(value)
+        if self._queue:
+            self._start(loop)
+            return
+        for waiter in self._idle_waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._idle_waiters.clear()
+
+    async def wait_idle(self) -> None:
+        """Return once every submitted write is answered (before the connection closes)."""
+        if self._running:
+            waiter = asyncio.get_running_loop().create_future()
+            self._idle_waiters.append(waiter)
+            await waiter
+
+    def _commit(self, statements: list[tuple[str, tuple]]) -> list[tuple[bool, Any]]:
+        """In the executor: every statement in one transaction, or, if one fails, each in its own."""
+        if len(statements) > 1:
+            try:
+                return [(True, r) for r in self._transaction(statements)]
+            except Exception:
+                pass  # rolled back: find out which statement failed, one transaction each
+        outcomes = []
+        for st in statements:
+            try:
+                outcomes.append((True, self._transaction([st])[0]))
+            except Exception as e:
+                outcomes.append((False, e))
+        return outcomes
+
+    def _transaction(self, statements: list[tuple[str, tuple]]) -> list[tuple[int, int | None]]:
+        raw = self._raw
+        raw.execute("BEGIN IMMEDIATE")
+        try:
+            results = []
+            for sql, params in statements:
+                cur = raw.execute(sql, params)
+                results.append((cur.rowcount, cur.lastrowid))
+            raw.execute("COMMIT")
+            return results
+        except BaseException:
+            if raw.in_transaction:
+                raw.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        self._raw.close()
 
 
 class SQLitePool:
@@ -121,9 +244,10 @@ class SQLitePool:
         self.path = path
         self.size = size
         self.acquire_timeout = acquire_timeout
-        self._executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix="sqlite")
+        self._executor = ThreadPoolExecutor(max_workers=size + 1, thread_name_prefix="sqlite")  # + the writer
         self._idle: asyncio.Queue | None = None
         self._all: list[sqlite3.Connection] = []
+        self.writer: _Writer | None = None
 
     async def open(self) -> "SQLitePool":
         loop = asyncio.get_running_loop()
@@ -136,27 +260,37 @@ class SQLitePool:
             raw = await loop.run_in_executor(self._executor, connect)
             self._all.append(raw)
             self._idle.put_nowait(raw)
+        self.writer = _Writer(await loop.run_in_executor(self._executor, connect), self._executor)
         return self
 
     async def acquire(self) -> Connection:
+        """A handle for one caller (a request); give it back with ``release``."""
+        return Connection(self)
+
+    async def _take(self) -> sqlite3.Connection:
         idle = self._idle
         if not idle.empty():  # the common case: no timer armed
-            return Connection(idle.get_nowait(), self)
+            return idle.get_nowait()
         try:
             async with asyncio.timeout(self.acquire_timeout):
-                raw = await idle.get()
+                return await idle.get()
         except TimeoutError:
             raise PoolTimeout(self.acquire_timeout) from None
-        return Connection(raw, self)
 
     def release(self, conn: Connection) -> None:
-        self._idle.put_nowait(conn._raw)
+        raw, conn._raw = conn._raw, None
+        if raw is not None:
+            self._idle.put_nowait(raw)
 
     async def close(self) -> None:
         loop = asyncio.get_running_loop()
         for raw in self._all:
             await loop.run_in_executor(self._executor, raw.close)
         self._all.clear()
+        if self.writer is not None:
+            await self.writer.wait_idle()
+            await loop.run_in_executor(self._executor, self.writer.close)
+            self.writer = None
         self._executor.shutdown(wait=False)
 
     async def run(self, fn_name: str, *args: Any):

@@ -217,44 +217,59 @@ class Request:
             return False
         return True
 
-    def _check_length(self, limit: int) -> None:
-        """400 for a malformed Content-Length, 413 for one over ``limit``: before reading anything."""
+    def _check_length(self, limit: int) -> int | None:
+        """The declared Content-Length (None: not declared) after checking it, before reading anything:
+        400 when it is malformed, 413 when it is over ``limit``."""
         cl = self.header("content-length")
-        if cl is not None:
-            if not cl.isdigit():
-                raise BadRequest("invalid Content-Length")
-            if int(cl) > limit:
-                raise PayloadTooLarge(limit)
+        if cl is None:
+            return None
+        if not cl.isdigit():
+            raise BadRequest("invalid Content-Length")
+        declared = int(cl)
+        if declared > limit:
+            raise PayloadTooLarge(limit)
+        return declared
 
     async def _read_body(self, limit: int, timeout: float | None) -> bytes:
-        self._check_length(limit)
-        chunks = []
-        size = 0
+        declared = self._check_length(limit)
         try:
             async with asyncio.timeout(timeout):  # None: no limit
-                async for chunk in self._chunks():
-                    size += len(chunk)
-                    if size > limit:  # per chunk: a chunked upload is refused before it is all in memory
-                        raise PayloadTooLarge(limit)
-                    chunks.append(chunk)
+                self._body = await self._read_all(declared, limit)
         except TimeoutError:
             raise RequestTimeout(timeout) from None
-        self._body = b"".join(chunks)
         return self._body
 
+    async def _read_all(self, declared: int | None, limit: int) -> bytes:
+        """The whole body from the server, refused with 413 as soon as it passes ``limit`` (a chunked
+        upload is never all in memory first)."""
+        chunks = []
+        size = 0
+        more = True
+        while more:
+            chunk, more = await self._receive_chunk()
+            if chunk:
+                size += len(chunk)
+                if size > limit:
+                    raise PayloadTooLarge(limit)
+                chunks.append(chunk)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
     async def _chunks(self):
-        """The body's chunks as the server delivers them (ASGI ``http.request`` messages)."""
-        receive = self.receive
+        """The body's chunks as they come: for the form parser, which streams them."""
+        more = True
+        while more:
+            chunk, more = await self._receive_chunk()
+            if chunk:
+                yield chunk
+
+    async def _receive_chunk(self) -> tuple[bytes, bool]:
+        """The next ASGI ``http.request`` message as (chunk, more to come)."""
         while True:
-            msg = await receive()
+            msg = await self.receive()
             t = msg["type"]
             if t == "http.request":
-                chunk = msg.get("body", b"")
-                if chunk:
-                    yield chunk
-                if not msg.get("more_body", False):
-                    return
-            elif t == "http.disconnect":
+                return msg.get("body", b""), msg.get("more_body", False)
+            if t == "http.disconnect":
                 raise BadRequest("client disconnected before the body was complete")
 
     async def json(self) -> Any:

@@ -84,6 +84,7 @@ class Router:
     def __init__(self):
         self.routes: list[Route] = []
         self._names: dict[str, Route] = {}
+        self._url_forms: dict[str, list] = {}  # url_for's parts of each named route, made on first use
         self._static: dict[str, dict] = {}
         self._root = _Node()
         self._compiled = False
@@ -198,30 +199,44 @@ class Router:
 
     # -- URL building -------------------------------------------------------------------------
     def url_for(self, name: str, /, **params: Any) -> str:
-        route = self._names.get(name)
-        if route is None:
-            raise URLBuildError(f"no route named {name!r}")
+        forms = self._url_forms.get(name)
+        if forms is None:
+            route = self._names.get(name)
+            if route is None:
+                raise URLBuildError(f"no route named {name!r}")
+            forms = self._url_forms[name] = _url_forms(route)
         given = {k for k, v in params.items() if v is not None}
-        for variant in sorted(route.parsed.variants, key=len, reverse=True):
-            names = {s.name for s in variant if isinstance(s, Param)}
+        for names, parts in forms:
             if names != given:
                 continue
-            parts = []
-            for seg in variant:
-                if isinstance(seg, str):
-                    parts.append(quote(seg, safe="/:@!$&'()*+,;=-._~"))
+            out = []
+            for part in parts:
+                if part.__class__ is str:
+                    out.append(part)
                     continue
-                value = params[seg.name]
+                value = params[part.name]
                 text = str(value).lower() if isinstance(value, bool) else str(value)
-                if seg.cast(text) is NO:
+                if part.cast(text) is NO:
                     raise URLBuildError(
-                        f"value {value!r} for {seg.name!r} does not match {seg.type} {dict(seg.constraints) or ''}".rstrip()
+                        f"value {value!r} for {part.name!r} does not match {part.type} {dict(part.constraints) or ''}".rstrip()
                     )
-                parts.append(quote(text, safe="/" if seg.type == "path" else "-._~"))
-            return "/" + "/".join(parts)
+                out.append(text if text.isalnum() and text.isascii() else
+                           quote(text, safe="/" if part.type == "path" else "-._~"))
+            return "/" + "/".join(out)
+        route = self._names[name]
         raise URLBuildError(
             f"route {name!r} ({route.pattern!r}) has no form with exactly the parameters {sorted(given)!r}"
         )
+
+
+def _url_forms(route) -> list[tuple[frozenset, list]]:
+    """A route's forms for url_for, longest first: (parameter names, parts), static parts quoted once."""
+    forms = []
+    for variant in sorted(route.parsed.variants, key=len, reverse=True):
+        names = frozenset(s.name for s in variant if isinstance(s, Param))
+        parts = [quote(s, safe="/:@!$&'()*+,;=-._~") if isinstance(s, str) else s for s in variant]
+        forms.append((names, parts))
+    return forms
 
 
 def _walk(node: _Node, segs: list, i: int, n: int, method: str, values: list):

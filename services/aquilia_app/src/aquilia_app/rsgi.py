@@ -13,7 +13,7 @@ bridge, and the mapping is a few fields (RSGI spec: granian's ``docs/spec/RSGI.m
 """
 from __future__ import annotations
 
-from .exceptions import BadRequest
+from .exceptions import BadRequest, PayloadTooLarge
 from .requests import DEFAULT_MAX_BODY, Headers, Request
 from .responses import CT_HTML, CT_JSON, CT_PROBLEM, CT_TEXT, Response
 
@@ -119,6 +119,23 @@ class RSGIRequest(Request):
 
     def _raw_query(self) -> str:  # for Request.query, query_multi, query_list (cookies need no override)
         return self.rsgi_scope.query_string
+
+    async def _read_all(self, declared: int | None, limit: int) -> bytes:
+        """A declared length (already checked against ``limit``) is read whole by granian in one call
+        (``await proto()``: a quarter faster than iterating); a chunked body goes chunk by chunk."""
+        if declared is None:
+            chunks = []
+            size = 0
+            async for chunk in self._chunks():
+                size += len(chunk)
+                if size > limit:
+                    raise PayloadTooLarge(limit)
+                chunks.append(chunk)
+            return b"".join(chunks)
+        try:
+            return await self.proto()
+        except RuntimeError as e:  # RSGIProtocolClosed / RSGIProtocolError: the client went away
+            raise BadRequest(f"the request body could not be read: {e}") from None
 
     async def _chunks(self):
         try:

@@ -31,9 +31,14 @@ Lifecycle, the same on every server:
   64 MiB a message, 16 MiB a frame, then it closes without a code).  Text frames that are not UTF-8
   are the server's job: uvicorn closes 1007, granian closes without a status code.
 
-Once accepted, a reader task moves incoming messages into a small queue (``INBOX_SIZE``): this is how
-a handler that only sends (a push stream) learns that the client left - granian accepts sends to a
-closed peer without an error - and its next ``send_*`` raises ``WebSocketDisconnect``.
+Receiving is direct: ``receive()`` awaits the server's next message itself, so a handler that
+answers what it receives (request/response, echo) pays no task, queue or extra wake-up per message.
+A handler that sends twice without receiving in between (a push stream) gets a reader task at its
+second send, which moves incoming messages into a small queue (``INBOX_SIZE``) from then on: this is
+how a pushing handler learns that the client left - granian accepts sends to a closed peer without an
+error - and a later ``send_*`` raises ``WebSocketDisconnect``.  No reader starts while a direct
+receive is waiting (two receivers on one channel would split its messages): that receive sees the
+close and marks the socket disconnected for the sending task.
 
 What granian 2.8.7 does, verified against the real server.  RSGI: ``proto.accept()`` takes no
 subprotocol and no headers (``accept(subprotocol=...)`` is ignored there, with a warning);
@@ -48,7 +53,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from typing import Any
+from typing import Any, Awaitable
 
 import orjson
 
@@ -74,6 +79,10 @@ class WebSocketState(enum.Enum):
     DISCONNECTED = 2
 
 
+# Module constants: a global lookup is cheaper than an enum member's, and the state is checked per message.
+_CONNECTING, _CONNECTED, _DISCONNECTED = WebSocketState.CONNECTING, WebSocketState.CONNECTED, WebSocketState.DISCONNECTED
+
+
 class WebSocketDisconnect(Exception):
     """The socket is closed (by the client, or by the server after a protocol error): ``code`` is the
     WebSocket close code, ``reason`` its text."""
@@ -97,7 +106,7 @@ class WebSocket(Request):
     ends: ``{"type": "websocket.receive", "text": str}`` or ``{..., "bytes": bytes}``."""
 
     __slots__ = ("_io", "_inbox", "_reader", "_final", "_pending_close", "client_state", "application_state",
-                 "max_message")
+                 "max_message", "_receiving", "_received", "_text_fits")
 
     def __init__(self, scope: dict, io, path_params=None, app=None):
         Request.__init__(self, scope, None, path_params, 0, app)  # a handshake has no body
@@ -106,9 +115,11 @@ class WebSocket(Request):
         self._reader: asyncio.Task | None = None
         self._final: dict | None = None  # the disconnect message, once seen: every later receive raises it
         self._pending_close: tuple | None = None  # (code, reason) the reader wants sent (a message too big)
-        self.client_state = WebSocketState.CONNECTING
-        self.application_state = WebSocketState.CONNECTING
+        self.client_state = _CONNECTING
+        self.application_state = _CONNECTING
         self.max_message = getattr(app, "ws_max_message", DEFAULT_MAX_MESSAGE)
+        self._receiving = False  # a direct receive is waiting on the channel
+        self._received = True  # no send since the last received message (or the handshake)
 
     @property
     def method(self) -> str:
@@ -130,20 +141,20 @@ class WebSocket(Request):
     async def accept(self, subprotocol: str | None = None, headers=None) -> None:
         """Complete the handshake, optionally choosing one of ``subprotocols`` and adding response
         headers (``[(name, value)]`` or a dict; ASGI only)."""
-        if self.application_state is not WebSocketState.CONNECTING:
+        if self.application_state is not _CONNECTING:
             raise RuntimeError("accept() called on a WebSocket that is already accepted or closed")
         if subprotocol is not None and subprotocol not in self.subprotocols:
             raise ValueError(f"subprotocol {subprotocol!r} was not offered by the client ({self.subprotocols})")
         if isinstance(headers, dict):
             headers = list(headers.items())
         await self._io.accept(subprotocol, headers or ())
-        self.application_state = self.client_state = WebSocketState.CONNECTED
-        self._inbox = asyncio.Queue(INBOX_SIZE)
-        self._reader = asyncio.get_running_loop().create_task(self._read_loop())
+        self.application_state = self.client_state = _CONNECTED
+        limit = self.max_message  # text of up to limit/4 characters fits even at 4 UTF-8 bytes each
+        self._text_fits = -1 if limit is None else limit >> 2
 
     async def _reject(self, exc: HTTPException) -> None:
         """Refuse the handshake with ``exc``'s status (and problem+json body where the server can)."""
-        self.application_state = self.client_state = WebSocketState.DISCONNECTED
+        self.application_state = self.client_state = _DISCONNECTED
         resp = problem(exc.status, exc.title, exc.detail, errors=exc.errors, headers=exc.headers)
         try:
             await self._io.reject(resp)
@@ -151,24 +162,37 @@ class WebSocket(Request):
             log.debug("WebSocket rejection not delivered", exc_info=True)
 
     # -- receiving ------------------------------------------------------------------------------
-    async def _read_loop(self) -> None:
-        """The reader task: server messages into the inbox until the client closes or one is too big."""
-        inbox, io = self._inbox, self._io
+    async def _from_server(self) -> dict:
+        """The server's next message, ASGI-shaped; a failed channel (the connection is gone) as a disconnect."""
         try:
-            while True:
-                msg = await io.receive()
-                if msg["type"] != "websocket.receive":
-                    self.client_state = WebSocketState.DISCONNECTED  # a pushing handler sees it at its next send
-                    break
-                if self._too_big(msg):  # the handler's next receive or send closes with 1009
-                    self._pending_close = (1009, f"message over {self.max_message} bytes")
-                    msg = _disconnect(1009, self._pending_close[1])
-                    break
-                await inbox.put(msg)
-        except Exception as e:  # the server's channel failed: the connection is gone
-            self.client_state = WebSocketState.DISCONNECTED
-            msg = _disconnect(1006, f"{type(e).__name__}: {e}")
-        await inbox.put(msg)
+            return await self._io.receive()
+        except Exception as e:
+            return _disconnect(1006, f"{type(e).__name__}: {e}")
+
+    def _last(self, msg: dict) -> dict | None:
+        """None for a message the handler may have; else the disconnect that ends the input: the client
+        closed, the channel failed, or the message is too big (the next receive or send closes with 1009)."""
+        if msg["type"] != "websocket.receive":
+            self.client_state = _DISCONNECTED  # a sending task sees it at its next send
+            return self._io.closed(msg)
+        if self._too_big(msg):
+            self._pending_close = (1009, f"message over {self.max_message} bytes")
+            return _disconnect(1009, self._pending_close[1])
+        return None
+
+    async def _read_loop(self) -> None:
+        """The reader task of a pushing handler: server messages into the inbox until the last one."""
+        inbox = self._inbox
+        while True:
+            msg = await self._from_server()
+            last = self._last(msg)
+            await inbox.put(msg if last is None else last)
+            if last is not None:
+                return
+
+    def _start_reader(self) -> None:
+        self._inbox = asyncio.Queue(INBOX_SIZE)
+        self._reader = asyncio.get_running_loop().create_task(self._read_loop())
 
     def _too_big(self, msg: dict) -> bool:
         limit = self.max_message
@@ -194,26 +218,53 @@ class WebSocket(Request):
         pass
 
     async def _receive_message(self) -> dict:
+        if (self._inbox is None and not self._receiving and self._final is None
+                and self.application_state is _CONNECTED):  # the direct path
+            self._receiving = True
+            try:
+                msg = await self._io.receive()
+            except Exception as e:  # the server's channel failed: the connection is gone
+                msg = _disconnect(1006, f"{type(e).__name__}: {e}")
+            finally:
+                self._receiving = False
+            if msg["type"] == "websocket.receive":  # the common case, checked without a call
+                text = msg.get("text")
+                if text is not None and len(text) <= self._text_fits:
+                    self._received = True
+                    return msg
+            last = self._last(msg)
+            if last is None:
+                self._received = True
+                return msg
+            return await self._end_input(last)
         if self._final is None:
-            if self._inbox is None:
+            if self.application_state is _CONNECTING:
                 raise RuntimeError("accept() the WebSocket before receiving")
+            if self._inbox is None:
+                raise RuntimeError("another task is already receiving on this WebSocket")
             msg = await self._inbox.get()
             if msg["type"] == "websocket.receive":
+                self._received = True
                 return msg
-            self._final = msg
-            if self._pending_close is not None:
-                await self._close_pending()
+            return await self._end_input(msg)
         raise WebSocketDisconnect(self._final["code"], self._final["reason"])
 
+    async def _end_input(self, final: dict):
+        """The input is over: remember why, send a pending close, raise ``WebSocketDisconnect``."""
+        self._final = final
+        if self._pending_close is not None:
+            await self._close_pending()
+        raise WebSocketDisconnect(final["code"], final["reason"])
+
     async def receive_text(self) -> str:
-        msg = await self.receive()
+        msg = await self._receive_message()
         text = msg.get("text")
         if text is None:
             await self._refuse(1003, "expected a text message, got a binary one")
         return text
 
     async def receive_bytes(self) -> bytes:
-        msg = await self.receive()
+        msg = await self._receive_message()
         data = msg.get("bytes")
         if data is None:
             await self._refuse(1003, "expected a binary message, got a text one")
@@ -221,7 +272,7 @@ class WebSocket(Request):
 
     async def receive_json(self) -> Any:
         """The next message (text or binary) parsed as JSON; malformed JSON closes with 1007."""
-        msg = await self.receive()
+        msg = await self._receive_message()
         data = msg.get("text")
         if data is None:
             data = msg.get("bytes")
@@ -258,41 +309,50 @@ class WebSocket(Request):
             return
 
     # -- sending --------------------------------------------------------------------------------
-    async def send_text(self, text: str) -> None:
-        await self._send(self._io.send_text, text)
+    # Each send_* returns _send's coroutine (one frame less a message than an ``async def`` wrapper).
+    def send_text(self, text: str) -> Awaitable[None]:
+        return self._send(self._io.send_text, text)
 
-    async def send_bytes(self, data: bytes) -> None:
-        await self._send(self._io.send_bytes, bytes(data))
+    def send_bytes(self, data: bytes) -> Awaitable[None]:
+        return self._send(self._io.send_bytes, bytes(data))
 
-    async def send_json(self, obj: Any) -> None:
+    def send_json(self, obj: Any) -> Awaitable[None]:
         """``obj`` as JSON in a text message (orjson; msgspec Structs too)."""
-        await self._send(self._io.send_text, json_bytes(obj).decode())
+        return self._send(self._io.send_text, json_bytes(obj).decode())
 
     async def _send(self, send, data) -> None:
-        if self.application_state is not WebSocketState.CONNECTED:
-            raise RuntimeError("send on a WebSocket that is not accepted or already closed")
-        if self._pending_close is not None:
-            await self._close_pending()
-        if self.client_state is WebSocketState.DISCONNECTED:
-            final = self._final or _disconnect(1006, "the client is gone")
-            raise WebSocketDisconnect(final["code"], final["reason"])
+        if (self.application_state is not _CONNECTED or self.client_state is not _CONNECTED
+                or self._pending_close is not None):
+            await self._refuse_send()
+        if not self._received and self._reader is None and not self._receiving and self._final is None:
+            self._start_reader()  # a second send in a row: a pushing handler, which must learn of a close
+        self._received = False
         try:
             await send(data)
         except (OSError, RuntimeError) as e:  # uvicorn: ClientDisconnected (OSError); granian: RSGIProtocolClosed
-            self.client_state = WebSocketState.DISCONNECTED
+            self.client_state = _DISCONNECTED
             raise WebSocketDisconnect(1006, f"{type(e).__name__}: {e}") from None
+
+    async def _refuse_send(self):
+        """Why a send cannot go out (always raises): not accepted or closed, a pending close, or gone."""
+        if self.application_state is not _CONNECTED:
+            raise RuntimeError("send on a WebSocket that is not accepted or already closed")
+        if self._pending_close is not None:
+            await self._close_pending()
+        final = self._final or _disconnect(1006, "the client is gone")
+        raise WebSocketDisconnect(final["code"], final["reason"])
 
     # -- closing --------------------------------------------------------------------------------
     async def close(self, code: int = 1000, reason: str = "") -> None:
         """Close the socket (before ``accept()``: refuse the handshake with 403).  Closing twice is harmless."""
-        if self.application_state is WebSocketState.CONNECTING:
+        if self.application_state is _CONNECTING:
             return await self._reject(HTTPException(403, reason or None))
-        if self.application_state is WebSocketState.DISCONNECTED:
+        if self.application_state is _DISCONNECTED:
             return
-        self.application_state = WebSocketState.DISCONNECTED
+        self.application_state = _DISCONNECTED
         await self._stop_reader()
         try:
-            await self._io.close(code, _short(reason), self.client_state is WebSocketState.DISCONNECTED)
+            await self._io.close(code, _short(reason), self.client_state is _DISCONNECTED)
         except Exception:  # the server already closed the connection
             log.debug("WebSocket close not delivered", exc_info=True)
 
@@ -301,7 +361,7 @@ class WebSocket(Request):
         self._pending_close = None
         self._final = self._final or _disconnect(code, reason)
         await self.close(code, reason)
-        self.client_state = WebSocketState.DISCONNECTED
+        self.client_state = _DISCONNECTED
         raise WebSocketDisconnect(code, reason)
 
     async def _stop_reader(self) -> None:
@@ -316,10 +376,10 @@ class WebSocket(Request):
 class _ASGIChannel:
     """The socket's I/O over ASGI ``receive``/``send``."""
 
-    __slots__ = ("_receive", "_send", "_denial")
+    __slots__ = ("_receive", "_send", "_denial", "receive")
 
     def __init__(self, scope: dict, receive, send):
-        self._receive = receive
+        self._receive = self.receive = receive  # messages go to the handler as the server made them
         self._send = send
         self._denial = "websocket.http.response" in (scope.get("extensions") or _EMPTY)
 
@@ -337,17 +397,17 @@ class _ASGIChannel:
         await self._send({"type": "websocket.http.response.start", "status": resp.status, "headers": resp.raw_headers})
         await self._send({"type": "websocket.http.response.body", "body": resp.body})
 
-    async def receive(self) -> dict:
-        msg = await self._receive()
-        if msg["type"] == "websocket.disconnect":
-            return _disconnect(msg.get("code") or 1005, _reason(msg))
-        return msg
+    @staticmethod
+    def closed(msg: dict) -> dict:
+        """A server message that ends the input, as this module's disconnect message."""
+        return _disconnect(msg.get("code") or 1005, _reason(msg))
 
-    async def send_text(self, text: str) -> None:
-        await self._send({"type": "websocket.send", "text": text})
+    # Plain functions handing back the server's own coroutine: no frame of ours per message.
+    def send_text(self, text: str) -> Awaitable[None]:
+        return self._send({"type": "websocket.send", "text": text})
 
-    async def send_bytes(self, data: bytes) -> None:
-        await self._send({"type": "websocket.send", "bytes": data})
+    def send_bytes(self, data: bytes) -> Awaitable[None]:
+        return self._send({"type": "websocket.send", "bytes": data})
 
     async def close(self, code: int, reason: str, peer_gone: bool) -> None:
         if not peer_gone:  # after the client's close the server has answered it already
@@ -389,11 +449,15 @@ class _RSGIChannel:
             return {"type": "websocket.receive", "bytes": msg.data}
         return _disconnect(1005)  # the close message carries no code
 
-    async def send_text(self, text: str) -> None:
-        await self._transport.send_str(text)
+    @staticmethod
+    def closed(msg: dict) -> dict:
+        return msg  # receive() made it a disconnect message already
 
-    async def send_bytes(self, data: bytes) -> None:
-        await self._transport.send_bytes(data)
+    def send_text(self, text: str) -> Awaitable[None]:
+        return self._transport.send_str(text)
+
+    def send_bytes(self, data: bytes) -> Awaitable[None]:
+        return self._transport.send_bytes(data)
 
     async def close(self, code: int, reason: str, peer_gone: bool) -> None:
         self._proto.close(code)  # granian sends the Close frame without the code...
@@ -454,7 +518,7 @@ async def _after_error(ws: WebSocket, e: Exception) -> None:
     http = isinstance(e, HTTPException)
     if not (http and e.status < 500):  # a client's mistake is not the server's error
         log.exception("error in WebSocket handler %s", ws.route.pattern if ws.route else ws.path, exc_info=e)
-    if ws.application_state is WebSocketState.CONNECTING:
+    if ws.application_state is _CONNECTING:
         debug = getattr(ws.app, "debug", False)
         await ws._reject(e if http else HTTPException(500, f"{type(e).__name__}: {e}" if debug else None))
     elif http and e.status < 500:
@@ -466,7 +530,7 @@ async def _after_error(ws: WebSocket, e: Exception) -> None:
 async def _end(ws: WebSocket) -> None:
     """After the handler: refuse a handshake it never answered, close a socket it left open."""
     try:
-        if ws.application_state is WebSocketState.CONNECTING:
+        if ws.application_state is _CONNECTING:
             await ws._reject(HTTPException(403, "the handler did not accept the connection"))
         elif ws._pending_close is not None:
             code, reason = ws._pending_close

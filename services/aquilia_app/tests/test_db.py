@@ -1,0 +1,117 @@
+"""SQLitePool: group-committed writes through one writer, lazily taken readers, the acquire timeout."""
+import asyncio
+import sqlite3
+
+import pytest
+
+from aquilia_app.db import PoolTimeout, SQLitePool
+
+SCHEMA = "CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL)"
+
+
+async def _pool(path, size=2, timeout=5.0) -> SQLitePool:
+    pool = await SQLitePool(str(path), size, acquire_timeout=timeout).open()
+    await pool.run("executescript", SCHEMA)
+    return pool
+
+
+def _rows(path) -> list[str]:
+    with sqlite3.connect(path) as raw:
+        return [r[0] for r in raw.execute("SELECT name FROM t ORDER BY id")]
+
+
+def test_concurrent_writes_are_all_committed_with_their_own_rowids(tmp_path):
+    async def main():
+        pool = await _pool(tmp_path / "db")
+        conn = await pool.acquire()
+        results = await asyncio.gather(*(conn.execute("INSERT INTO t (name) VALUES (?)", (f"n{i}",))
+                                         for i in range(300)))
+        pool.release(conn)
+        await pool.close()
+        return results
+
+    results = asyncio.run(main())
+    assert all(count == 1 for count, _ in results)
+    assert len({rowid for _, rowid in results}) == 300
+    assert sorted(_rows(tmp_path / "db")) == sorted(f"n{i}" for i in range(300))
+
+
+def test_a_failing_write_fails_alone_and_the_others_of_its_batch_are_kept(tmp_path):
+    async def main():
+        pool = await _pool(tmp_path / "db")
+        conn = await pool.acquire()
+        await conn.execute("INSERT INTO t (name) VALUES (?)", ("taken",))
+        names = [f"a{i}" for i in range(50)] + ["taken"] + [f"b{i}" for i in range(50)]
+        outcomes = await asyncio.gather(*(conn.execute("INSERT INTO t (name) VALUES (?)", (n,)) for n in names),
+                                        return_exceptions=True)
+        pool.release(conn)
+        await pool.close()
+        return names, outcomes
+
+    names, outcomes = asyncio.run(main())
+    failed = [n for n, o in zip(names, outcomes) if isinstance(o, BaseException)]
+    assert failed == ["taken"]
+    assert isinstance(outcomes[names.index("taken")], sqlite3.IntegrityError)
+    assert sorted(_rows(tmp_path / "db")) == sorted(set(names))
+
+
+def test_a_malformed_statement_is_the_callers_error(tmp_path):
+    async def main():
+        pool = await _pool(tmp_path / "db")
+        conn = await pool.acquire()
+        with pytest.raises(sqlite3.OperationalError):
+            await conn.execute("INSERT INTO nowhere (x) VALUES (?)", (1,))
+        ok = await conn.execute("INSERT INTO t (name) VALUES (?)", ("after",))
+        pool.release(conn)
+        await pool.close()
+        return ok
+
+    assert asyncio.run(main())[0] == 1
+    assert _rows(tmp_path / "db") == ["after"]
+
+
+def test_writes_do_not_wait_for_the_readers_of_a_full_pool(tmp_path):
+    async def main():
+        pool = await _pool(tmp_path / "db", size=1, timeout=0.2)
+        reader = await pool.acquire()
+        await reader.fetchone("SELECT 1 AS n")  # takes the pool's only reading connection
+        writer = await pool.acquire()
+        count, _ = await asyncio.wait_for(writer.execute("INSERT INTO t (name) VALUES (?)", ("w",)), 2)
+        with pytest.raises(PoolTimeout):
+            await writer.fetchone("SELECT 1 AS n")  # a read still needs a free connection
+        pool.release(reader)
+        row = await writer.fetchone("SELECT name FROM t")  # free again: the read goes through
+        pool.release(writer)
+        await pool.close()
+        return count, row
+
+    assert asyncio.run(main()) == (1, {"name": "w"})
+
+
+def test_close_waits_for_writes_in_flight(tmp_path):
+    async def main():
+        pool = await _pool(tmp_path / "db")
+        conn = await pool.acquire()
+        pending = [conn.execute("INSERT INTO t (name) VALUES (?)", (f"n{i}",)) for i in range(100)]
+        await pool.close()
+        return await asyncio.gather(*pending)
+
+    assert len(asyncio.run(main())) == 100
+    assert len(_rows(tmp_path / "db")) == 100
+
+
+def test_release_gives_back_a_reader_once(tmp_path):
+    async def main():
+        pool = await _pool(tmp_path / "db", size=1, timeout=0.2)
+        conn = await pool.acquire()
+        await asyncio.gather(conn.fetchone("SELECT 1 AS n"), conn.fetchone("SELECT 2 AS n"))
+        pool.release(conn)
+        pool.release(conn)  # twice: harmless
+        again = await pool.acquire()
+        row = await again.fetchone("SELECT 3 AS n")
+        pool.release(again)
+        idle = pool._idle.qsize()
+        await pool.close()
+        return row, idle
+
+    assert asyncio.run(main()) == ({"n": 3}, 1)
