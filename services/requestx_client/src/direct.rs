@@ -7,8 +7,10 @@
 //! thread. Timeouts are socket options (`SO_RCVTIMEO`, connect with a deadline). Anything this
 //! module does not handle (https, proxies, streamed bodies, a total timeout) uses reqwest.
 
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -26,6 +28,8 @@ pub struct WireRequest {
     pub body: Option<Bytes>,
     pub idempotent: bool,
     pub head: bool,
+    /// a method whose request says its (possibly empty) body's length, as requests does
+    needs_length: bool,
 }
 
 #[derive(Clone)]
@@ -69,7 +73,7 @@ pub fn valid_header_value(v: &[u8]) -> bool {
 }
 
 impl WireRequest {
-    /// Start a request: `METHOD target HTTP/1.1` and `Host`.
+    /// Start a request: `METHOD target HTTP/1.1`.
     pub fn new(method: &str, url: &reqwest::Url, body_len: usize) -> WireRequest {
         let mut buf = Vec::with_capacity(256 + body_len.min(INLINE_BODY_MAX));
         buf.extend_from_slice(method.as_bytes());
@@ -79,40 +83,54 @@ impl WireRequest {
             buf.push(b'?');
             buf.extend_from_slice(q.as_bytes());
         }
-        buf.extend_from_slice(b" HTTP/1.1\r\nHost: ");
-        // url's host_str keeps IPv6 brackets; the port is written only when not the default
-        buf.extend_from_slice(url.host_str().unwrap_or("").as_bytes());
-        if let Some(p) = url.port() {
-            buf.push(b':');
-            buf.extend_from_slice(p.to_string().as_bytes());
-        }
-        buf.extend_from_slice(b"\r\n");
+        buf.extend_from_slice(b" HTTP/1.1\r\n");
         let idempotent = matches!(method, "GET" | "HEAD" | "OPTIONS" | "PUT" | "DELETE" | "TRACE");
-        WireRequest { buf, body: None, idempotent, head: method == "HEAD" }
+        let needs_length = !matches!(method, "GET" | "HEAD" | "OPTIONS" | "DELETE" | "TRACE" | "CONNECT");
+        WireRequest { buf, body: None, idempotent, head: method == "HEAD", needs_length }
     }
 
+    /// A caller's header. Content-Length is the client's to write (from the body it sends): a
+    /// caller's value that differs from it would desynchronise the connection, so it is dropped.
     pub fn header(&mut self, name: &[u8], value: &[u8]) {
+        if name.eq_ignore_ascii_case(b"content-length") {
+            return;
+        }
+        self.put(name, value);
+    }
+
+    fn put(&mut self, name: &[u8], value: &[u8]) {
         self.buf.extend_from_slice(name);
         self.buf.extend_from_slice(b": ");
         self.buf.extend_from_slice(value);
         self.buf.extend_from_slice(b"\r\n");
     }
 
-    /// End the head (adding the headers reqwest would add when absent) and attach the body.
-    pub fn finish(&mut self, seen: Seen, body: Option<Bytes>) {
+    /// End the head (adding `Host` and the headers reqwest would add, when the caller did not set
+    /// them, and the body's Content-Length) and attach the body.
+    pub fn finish(&mut self, url: &reqwest::Url, seen: Seen, body: Option<Bytes>) {
+        if !seen.host {
+            // url's host_str keeps IPv6 brackets; the port is written only when not the default
+            self.buf.extend_from_slice(b"Host: ");
+            self.buf.extend_from_slice(url.host_str().unwrap_or("").as_bytes());
+            if let Some(p) = url.port() {
+                self.buf.push(b':');
+                self.buf.extend_from_slice(p.to_string().as_bytes());
+            }
+            self.buf.extend_from_slice(b"\r\n");
+        }
         if !seen.user_agent {
-            self.header(b"User-Agent", concat!("requestx-client/", env!("CARGO_PKG_VERSION")).as_bytes());
+            self.put(b"User-Agent", concat!("requestx-client/", env!("CARGO_PKG_VERSION")).as_bytes());
         }
         if !seen.accept {
-            self.header(b"Accept", b"*/*");
+            self.put(b"Accept", b"*/*");
         }
         if !seen.accept_encoding {
-            self.header(b"Accept-Encoding", b"gzip, deflate, br, zstd");
+            self.put(b"Accept-Encoding", b"gzip, deflate, br, zstd");
         }
-        if let Some(b) = &body {
-            if !seen.content_length {
-                self.header(b"Content-Length", b.len().to_string().as_bytes());
-            }
+        match &body {
+            Some(b) => self.put(b"Content-Length", b.len().to_string().as_bytes()),
+            None if self.needs_length => self.put(b"Content-Length", b"0"),
+            None => {}
         }
         self.buf.extend_from_slice(b"\r\n");
         match body {
@@ -126,22 +144,22 @@ impl WireRequest {
 /// Which of the headers reqwest adds by default the caller already set.
 #[derive(Default, Clone, Copy)]
 pub struct Seen {
+    pub host: bool,
     pub user_agent: bool,
     pub accept: bool,
     pub accept_encoding: bool,
-    pub content_length: bool,
 }
 
 impl Seen {
     pub fn note(&mut self, name: &[u8]) {
-        if name.eq_ignore_ascii_case(b"user-agent") {
+        if name.eq_ignore_ascii_case(b"host") {
+            self.host = true;
+        } else if name.eq_ignore_ascii_case(b"user-agent") {
             self.user_agent = true;
         } else if name.eq_ignore_ascii_case(b"accept") {
             self.accept = true;
         } else if name.eq_ignore_ascii_case(b"accept-encoding") {
             self.accept_encoding = true;
-        } else if name.eq_ignore_ascii_case(b"content-length") {
-            self.content_length = true;
         }
     }
 }
@@ -155,9 +173,15 @@ struct Conn {
     /// bytes read past the end of the previous response (none for a well-behaved server)
     buf: Vec<u8>,
     idle_since: Instant,
+    /// this connection's last answer came within the polling budget: poll for the next one
+    quick: bool,
 }
 
 impl Conn {
+    fn new(stream: TcpStream) -> Conn {
+        Conn { stream, read_timeout: None, buf: Vec::new(), idle_since: Instant::now(), quick: true }
+    }
+
     fn set_read_timeout(&mut self, t: Option<Duration>) -> io::Result<()> {
         if self.read_timeout != t {
             self.stream.set_read_timeout(t)?;
@@ -168,43 +192,98 @@ impl Conn {
 
     /// A pooled connection the server has already closed (or sent unexpected bytes on) is useless.
     fn looks_closed(&self) -> bool {
-        use std::os::fd::AsRawFd;
         let mut b = [0u8; 1];
         // SAFETY: recv into a 1-byte stack buffer on a socket we own
-        let n = unsafe { libc_recv(self.stream.as_raw_fd(), b.as_mut_ptr(), 1, MSG_PEEK | MSG_DONTWAIT) };
+        let n = unsafe {
+            libc::recv(self.stream.as_raw_fd(), b.as_mut_ptr().cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT)
+        };
         // 0: orderly shutdown; > 0: stray bytes; -1 with EAGAIN: alive and quiet
         n >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::WouldBlock
     }
 }
 
-const MSG_PEEK: i32 = 0x2;
-const MSG_DONTWAIT: i32 = 0x40;
-extern "C" {
-    #[link_name = "recv"]
-    fn libc_recv(fd: i32, buf: *mut u8, len: usize, flags: i32) -> isize;
+/// Receive into `buf`'s spare capacity (at most `max` bytes) and extend its length by what came.
+/// Raw `recv` rather than `Read::read`: the spare capacity is uninitialised memory, and handing it to
+/// `read` as a `&mut [u8]` would be unsound.
+fn recv_into(fd: RawFd, buf: &mut Vec<u8>, max: usize, flags: libc::c_int) -> io::Result<usize> {
+    let len = buf.len();
+    let room = (buf.capacity() - len).min(max);
+    loop {
+        // SAFETY: the kernel writes at most `room` bytes into the spare capacity, and only the `n`
+        // bytes it wrote are then marked initialised
+        let n = unsafe { libc::recv(fd, buf.as_mut_ptr().add(len).cast(), room, flags) };
+        if n >= 0 {
+            unsafe { buf.set_len(len + n as usize) };
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// What the direct path accepts from a server; `None` is no limit (requests has none).
+#[derive(Clone, Copy, Default)]
+pub struct Limits {
+    /// bytes of a response body as sent (before decoding)
+    pub max_body: Option<usize>,
+    /// bytes of a body after gzip/deflate/br/zstd decoding (a decompression bomb stops here)
+    pub max_decoded: Option<usize>,
+}
+
+/// Hosts whose idle connections are kept, least recently used dropped first (urllib3 keeps 10 pools).
+const MAX_HOSTS: usize = 64;
+/// How often idle connections past the idle timeout are closed, at most.
+const REAP_EVERY: Duration = Duration::from_secs(1);
+
+struct HostIdle {
+    port: u16,
+    conns: Vec<Conn>,
+    last_used: Instant,
+}
+
+struct Idle {
+    /// the process these connections belong to: a forked child must not share its parent's sockets
+    pid: u32,
+    hosts: HashMap<String, Vec<HostIdle>>,
+    count_hosts: usize,
+    last_reap: Instant,
 }
 
 pub struct Pool {
-    /// idle connections per (host, port); a short list searched in order (a session talks to few
-    /// hosts), so a lookup allocates nothing
-    idle: Mutex<Vec<(String, u16, Vec<Conn>)>>,
+    idle: Mutex<Idle>,
     max_idle_per_host: usize,
     idle_timeout: Option<Duration>,
+    pub limits: Limits,
 }
 
 impl Pool {
-    pub fn new(max_idle_per_host: usize, idle_timeout: Option<Duration>) -> Pool {
-        Pool { idle: Mutex::new(Vec::new()), max_idle_per_host, idle_timeout }
+    pub fn new(max_idle_per_host: usize, idle_timeout: Option<Duration>, limits: Limits) -> Pool {
+        let idle = Idle { pid: std::process::id(), hosts: HashMap::new(), count_hosts: 0, last_reap: Instant::now() };
+        Pool { idle: Mutex::new(idle), max_idle_per_host, idle_timeout, limits }
+    }
+
+    /// The idle connections, after forgetting those inherited through `fork()` (closing our copy of
+    /// a descriptor leaves the parent's socket open; it is never shut down from here).
+    fn lock(&self) -> std::sync::MutexGuard<'_, Idle> {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        let pid = std::process::id();
+        if idle.pid != pid {
+            idle.pid = pid;
+            idle.hosts.clear();
+            idle.count_hosts = 0;
+        }
+        idle
     }
 
     fn checkout(&self, t: &Target) -> Option<Conn> {
-        let mut hosts = self.idle.lock().unwrap();
-        let list = &mut hosts.iter_mut().find(|(h, p, _)| *p == t.port && *h == t.host)?.2;
-        while let Some(c) = list.pop() {
-            if let Some(max) = self.idle_timeout {
-                if c.idle_since.elapsed() > max {
-                    continue;
-                }
+        let mut idle = self.lock();
+        let entry = idle.hosts.get_mut(&t.host)?.iter_mut().find(|h| h.port == t.port)?;
+        entry.last_used = Instant::now();
+        while let Some(c) = entry.conns.pop() {
+            if self.idle_timeout.is_some_and(|max| c.idle_since.elapsed() > max) {
+                continue;
             }
             return Some(c);
         }
@@ -215,26 +294,63 @@ impl Pool {
         if self.max_idle_per_host == 0 {
             return;
         }
-        c.idle_since = Instant::now();
-        let mut hosts = self.idle.lock().unwrap();
-        let i = match hosts.iter().position(|(h, p, _)| *p == t.port && *h == t.host) {
-            Some(i) => i,
-            None => {
-                if hosts.len() >= 64 {
-                    hosts.retain(|(_, _, l)| !l.is_empty());
-                }
-                hosts.push((t.host.clone(), t.port, Vec::new()));
-                hosts.len() - 1
+        let now = Instant::now();
+        c.idle_since = now;
+        let mut idle = self.lock();
+        if now.duration_since(idle.last_reap) >= REAP_EVERY {
+            self.reap(&mut idle, now);
+        }
+        let known = idle.hosts.get(&t.host).is_some_and(|l| l.iter().any(|h| h.port == t.port));
+        if !known {
+            if idle.count_hosts >= MAX_HOSTS {
+                evict_least_recent(&mut idle);
             }
-        };
-        let list = &mut hosts[i].2;
-        if list.len() < self.max_idle_per_host {
-            list.push(c);
+            idle.count_hosts += 1;
+            idle.hosts.entry(t.host.clone()).or_default().push(HostIdle { port: t.port, conns: Vec::new(), last_used: now });
+        }
+        let entry = idle.hosts.get_mut(&t.host).and_then(|l| l.iter_mut().find(|h| h.port == t.port)).unwrap();
+        entry.last_used = now;
+        if entry.conns.len() < self.max_idle_per_host {
+            entry.conns.push(c);
         }
     }
 
+    /// Close the connections idle for longer than the idle timeout, and forget hosts left with none.
+    fn reap(&self, idle: &mut Idle, now: Instant) {
+        idle.last_reap = now;
+        if let Some(max) = self.idle_timeout {
+            for list in idle.hosts.values_mut() {
+                for h in list.iter_mut() {
+                    h.conns.retain(|c| now.duration_since(c.idle_since) <= max);
+                }
+            }
+        }
+        for list in idle.hosts.values_mut() {
+            list.retain(|h| !h.conns.is_empty());
+        }
+        idle.hosts.retain(|_, list| !list.is_empty());
+        idle.count_hosts = idle.hosts.values().map(Vec::len).sum();
+    }
+
     pub fn idle_count(&self) -> usize {
-        self.idle.lock().unwrap().iter().map(|(_, _, l)| l.len()).sum()
+        self.lock().hosts.values().flatten().map(|h| h.conns.len()).sum()
+    }
+}
+
+fn evict_least_recent(idle: &mut Idle) {
+    let oldest = idle
+        .hosts
+        .iter()
+        .flat_map(|(host, list)| list.iter().map(move |h| (h.last_used, host.clone(), h.port)))
+        .min_by_key(|(used, _, _)| *used);
+    if let Some((_, host, port)) = oldest {
+        if let Some(list) = idle.hosts.get_mut(&host) {
+            list.retain(|h| h.port != port);
+            if list.is_empty() {
+                idle.hosts.remove(&host);
+            }
+        }
+        idle.count_hosts -= 1;
     }
 }
 
@@ -263,7 +379,7 @@ fn connect(t: &Target, timeout: Option<Duration>) -> Result<Conn, Failure> {
         match res {
             Ok(stream) => {
                 let _ = stream.set_nodelay(true);
-                return Ok(Conn { stream, read_timeout: None, buf: Vec::new(), idle_since: Instant::now() });
+                return Ok(Conn::new(stream));
             }
             Err(e) => last = Some(e),
         }
@@ -331,7 +447,7 @@ pub fn send(
         tm.pool_wait = Some(start.elapsed());
     }
     if let Some(mut conn) = reused {
-        match exchange(&mut conn, req, read_timeout, timings.as_deref_mut()) {
+        match exchange(&mut conn, req, read_timeout, &pool.limits, timings.as_deref_mut()) {
             Ok((answer, keep)) => {
                 if keep {
                     pool.checkin(t, conn);
@@ -356,7 +472,7 @@ pub fn send(
     if let (Some(tm), Some(c0)) = (timings.as_deref_mut(), connect_start) {
         tm.connect = Some(c0.elapsed());
     }
-    match exchange(&mut conn, req, read_timeout, timings) {
+    match exchange(&mut conn, req, read_timeout, &pool.limits, timings) {
         Ok((answer, keep)) => {
             if keep {
                 pool.checkin(t, conn);
@@ -386,21 +502,9 @@ fn reserve_read_room(buf: &mut Vec<u8>) {
 }
 
 /// Read more bytes into `buf`; Ok(0) at EOF.
-fn fill(stream: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<usize> {
+fn fill(stream: &TcpStream, buf: &mut Vec<u8>) -> io::Result<usize> {
     reserve_read_room(buf);
-    let len = buf.len();
-    // SAFETY: the spare capacity is only exposed as initialised after `read` wrote `n` bytes
-    let spare = unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().add(len), buf.capacity() - len) };
-    loop {
-        match stream.read(spare) {
-            Ok(n) => {
-                unsafe { buf.set_len(len + n) };
-                return Ok(n);
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
-    }
+    recv_into(stream.as_raw_fd(), buf, usize::MAX, 0)
 }
 
 /// Microseconds to poll for the first bytes of an answer before sleeping in `read`
@@ -453,27 +557,18 @@ impl Drop for InFlight {
 /// Poll for the first bytes of the answer for up to `spin_budget()`; None: nothing yet (or
 /// polling is off), read blocking. Some(Ok(0)) is EOF, as from `read`.
 fn spin_fill(stream: &TcpStream, buf: &mut Vec<u8>) -> Option<io::Result<usize>> {
-    use std::os::fd::AsRawFd;
     let budget = spin_budget();
     if budget.is_zero() || IN_FLIGHT.load(Ordering::Relaxed) > 1 {
         return None;
     }
     reserve_read_room(buf);
-    let len = buf.len();
     let fd = stream.as_raw_fd();
     let start = Instant::now();
     loop {
-        // SAFETY: recv writes at most the spare capacity; the length is set to what it wrote
-        let n = unsafe { libc_recv(fd, buf.as_mut_ptr().add(len), buf.capacity() - len, MSG_DONTWAIT) };
-        if n >= 0 {
-            unsafe { buf.set_len(len + n as usize) };
-            return Some(Ok(n as usize));
-        }
-        let e = io::Error::last_os_error();
-        match e.kind() {
-            io::ErrorKind::WouldBlock => {}
-            io::ErrorKind::Interrupted => continue,
-            _ => return Some(Err(e)),
+        match recv_into(fd, buf, usize::MAX, libc::MSG_DONTWAIT) {
+            Ok(n) => return Some(Ok(n)),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Some(Err(e)),
         }
         if start.elapsed() >= budget {
             return None;
@@ -482,318 +577,324 @@ fn spin_fill(stream: &TcpStream, buf: &mut Vec<u8>) -> Option<io::Result<usize>>
     }
 }
 
+/// Interim (1xx) answers skipped before the final one, at most: an endless stream of them is an error.
+const MAX_INTERIM: usize = 32;
+/// Bytes of a response head (status line and headers), at most.
+const MAX_HEAD: usize = 256 * 1024;
+/// Bytes of a chunk-size line with its extensions, at most (extensions are ignored, not kept).
+const MAX_CHUNK_LINE: usize = 4096;
+/// Bytes of the trailer section of a chunked body, at most (trailers are ignored).
+const MAX_TRAILERS: usize = 64 * 1024;
+/// A body buffer starts at most this large, however long the Content-Length: it grows with what arrives.
+const PREALLOC_MAX: usize = 1 << 20;
+
+/// A parsed response head.
+struct Head {
+    status: u16,
+    version: &'static str,
+    headers: HeaderMap,
+    len: usize,
+    keep_alive: bool,
+    framing: Framing,
+}
+
+fn fail(kind: ErrKind, msg: impl Into<String>) -> ExchangeError {
+    ExchangeError::Fail(Failure::new(kind, msg))
+}
+
+fn body_err(e: io::Error) -> ExchangeError {
+    if is_timeout(&e) {
+        ExchangeError::Fail(read_timeout_failure())
+    } else {
+        fail(ErrKind::ChunkedEncoding, format!("error reading a body from connection: {e}"))
+    }
+}
+
+fn over_limit(what: &str, limit: usize) -> ExchangeError {
+    fail(ErrKind::Request, format!("{what} larger than the limit of {limit} bytes"))
+}
+
+/// Read more of the body into `buf`: the end of the connection here is an error.
+fn more(stream: &TcpStream, buf: &mut Vec<u8>) -> Result<(), ExchangeError> {
+    match fill(stream, buf) {
+        Ok(0) => Err(body_err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed before the end of the body"))),
+        Ok(_) => Ok(()),
+        Err(e) => Err(body_err(e)),
+    }
+}
+
 fn exchange(
     conn: &mut Conn,
     req: &WireRequest,
     read_timeout: Option<Duration>,
+    limits: &Limits,
     mut timings: Option<&mut Timings>,
 ) -> Result<(Answer, bool), ExchangeError> {
-    let transport =
-        |e: io::Error| ExchangeError::Fail(Failure::new(ErrKind::Connection, format!("connection error: {e}")));
-    conn.set_read_timeout(read_timeout).map_err(transport)?;
+    conn.set_read_timeout(read_timeout)
+        .map_err(|e| fail(ErrKind::Connection, format!("connection error: {e}")))?;
     if let Err(e) = write_request(conn, req) {
-        return Err(if is_timeout(&e) {
-            ExchangeError::Fail(read_timeout_failure())
-        } else {
-            ExchangeError::NoResponse(e)
-        });
+        return Err(if is_timeout(&e) { ExchangeError::Fail(read_timeout_failure()) } else { ExchangeError::NoResponse(e) });
     }
-    // written → first byte (ttfb), first byte → body complete (transfer): marks only when timed
-    let written = timings.is_some().then(Instant::now);
-    let mut first_byte: Option<Instant> = None;
+    let written = Instant::now();
     let mut buf = std::mem::take(&mut conn.buf);
     buf.clear();
-    // --- head (skipping 1xx interim responses) ---
-    let (status, version, headers, head_len, mut keep_alive, framing) = loop {
-        let parsed = {
-            let mut hdrs = [httparse::EMPTY_HEADER; MAX_HEADERS];
-            let mut resp = httparse::Response::new(&mut hdrs);
-            match resp.parse(&buf) {
-                Ok(httparse::Status::Complete(n)) => {
-                    let code = resp.code.unwrap_or(0);
-                    let v11 = resp.version == Some(1);
-                    let mut map = HeaderMap::with_capacity(resp.headers.len());
-                    let mut conn_close = !v11;
-                    let mut content_length: Option<u64> = None;
-                    let mut chunked = false;
-                    let mut bad = None;
-                    for h in resp.headers.iter() {
-                        let name = match HeaderName::from_bytes(h.name.as_bytes()) {
-                            Ok(n) => n,
-                            Err(_) => {
-                                bad = Some(format!("invalid response header name {:?}", h.name));
-                                break;
-                            }
-                        };
-                        let value = match HeaderValue::from_bytes(h.value) {
-                            Ok(v) => v,
-                            Err(_) => {
-                                bad = Some(format!("invalid value of response header {:?}", h.name));
-                                break;
-                            }
-                        };
-                        if name == reqwest::header::CONNECTION {
-                            let v = h.value;
-                            if contains_token(v, b"close") {
-                                conn_close = true;
-                            } else if contains_token(v, b"keep-alive") {
-                                conn_close = false;
-                            }
-                        } else if name == reqwest::header::CONTENT_LENGTH {
-                            match std::str::from_utf8(h.value).ok().and_then(|s| s.trim().parse::<u64>().ok()) {
-                                Some(n) if content_length.is_none_or(|c| c == n) => content_length = Some(n),
-                                _ => {
-                                    bad = Some("invalid Content-Length in the response".to_owned());
-                                    break;
-                                }
-                            }
-                        } else if name == reqwest::header::TRANSFER_ENCODING {
-                            chunked = last_token_is(h.value, b"chunked");
-                        }
-                        map.append(name, value);
-                    }
-                    if let Some(msg) = bad {
-                        return Err(ExchangeError::Fail(Failure::new(ErrKind::Connection, msg)));
-                    }
-                    Some((code, v11, map, n, !conn_close, content_length, chunked))
-                }
-                Ok(httparse::Status::Partial) => None,
-                Err(e) => {
-                    return Err(ExchangeError::Fail(Failure::new(
-                        ErrKind::Connection,
-                        format!("invalid HTTP response: {e}"),
-                    )))
-                }
-            }
-        };
-        match parsed {
-            Some((code, _, _, n, _, _, _)) if (100..200).contains(&code) && code != 101 => {
-                buf.drain(..n);
-                if !buf.is_empty() {
-                    continue;
-                }
-            }
-            Some((code, v11, map, n, keep, cl, chunked)) => {
-                let version = if v11 { "HTTP/1.1" } else { "HTTP/1.0" };
-                let framing = if req.head || code == 204 || code == 304 || code == 101 {
-                    Framing::Empty
-                } else if chunked {
-                    Framing::Chunked
-                } else if let Some(len) = cl {
-                    Framing::Length(len)
-                } else {
-                    Framing::UntilClose
-                };
-                break (code, version, map, n, keep, framing);
-            }
-            None => {}
-        }
-        if buf.len() > 1 << 20 {
-            return Err(ExchangeError::Fail(Failure::new(ErrKind::Connection, "response head larger than 1 MiB")));
-        }
-        let polled = if buf.is_empty() { spin_fill(&conn.stream, &mut buf) } else { None };
-        let read = match polled {
-            Some(r) => r,
-            None => fill(&mut conn.stream, &mut buf),
-        };
-        match read {
-            Ok(0) if buf.is_empty() => {
-                return Err(ExchangeError::NoResponse(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "connection closed",
-                )))
-            }
-            Ok(0) => {
-                return Err(ExchangeError::Fail(Failure::new(
-                    ErrKind::Connection,
-                    "connection closed in the middle of the response head",
-                )))
-            }
-            Ok(_) => {
-                if first_byte.is_none() {
-                    if let Some(w) = written {
-                        let now = Instant::now();
-                        first_byte = Some(now);
-                        if let Some(tm) = timings.as_deref_mut() {
-                            tm.ttfb = Some(now - w);
-                        }
-                    }
-                }
-            }
-            Err(e) if is_timeout(&e) => return Err(ExchangeError::Fail(read_timeout_failure())),
-            Err(e) if buf.is_empty() => return Err(ExchangeError::NoResponse(e)),
-            Err(e) => {
-                return Err(ExchangeError::Fail(Failure::new(ErrKind::Connection, format!("connection error: {e}"))))
-            }
-        }
-    };
-    // --- body ---
-    let body_err = |e: io::Error| -> ExchangeError {
-        if is_timeout(&e) {
-            ExchangeError::Fail(read_timeout_failure())
-        } else {
-            ExchangeError::Fail(Failure::new(
-                ErrKind::ChunkedEncoding,
-                format!("error reading a body from connection: {e}"),
-            ))
-        }
-    };
-    let eof = || io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed before the end of the body");
-    let raw: Bytes = match framing {
+    let (head, first_byte) = read_head(conn, req, &mut buf, written)?;
+    if let Some(tm) = timings.as_deref_mut() {
+        tm.ttfb = Some(first_byte - written);
+    }
+    let raw = match head.framing {
         Framing::Empty => {
-            buf.drain(..head_len);
+            buf.drain(..head.len);
             Bytes::new()
         }
-        Framing::Length(len) => {
-            let len = usize::try_from(len).map_err(|_| body_err(io::Error::other("body too large")))?;
-            let want = head_len + len;
-            if len > INLINE_BODY_MAX && buf.len() < want {
-                // a large body is read straight into its own buffer: no second copy of it
-                let mut body = Vec::with_capacity(len);
-                body.extend_from_slice(&buf[head_len..]);
-                buf.clear();
-                while body.len() < len {
-                    let room = len - body.len();
-                    let at = body.len();
-                    // SAFETY: reading into the spare capacity; only `n` bytes are then marked initialised
-                    let spare = unsafe { std::slice::from_raw_parts_mut(body.as_mut_ptr().add(at), room) };
-                    match conn.stream.read(spare) {
-                        Ok(0) => return Err(body_err(eof())),
-                        Ok(n) => unsafe { body.set_len(at + n) },
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) => return Err(body_err(e)),
-                    }
-                }
-                Bytes::from(body)
-            } else {
-                if buf.capacity() < want {
-                    buf.reserve(want - buf.len());
-                }
-                while buf.len() < want {
-                    match fill(&mut conn.stream, &mut buf) {
-                        Ok(0) => return Err(body_err(eof())),
-                        Ok(_) => {}
-                        Err(e) => return Err(body_err(e)),
-                    }
-                }
-                let body = Bytes::copy_from_slice(&buf[head_len..want]);
-                buf.drain(..want);
-                body
-            }
-        }
-        Framing::Chunked => {
-            let mut out: Vec<u8> = Vec::new();
-            let mut pos = head_len;
-            loop {
-                // chunk size line
-                let (size, used) = loop {
-                    match httparse::parse_chunk_size(&buf[pos..]) {
-                        Ok(httparse::Status::Complete((used, size))) => break (size, used),
-                        Ok(httparse::Status::Partial) => {}
-                        Err(_) => {
-                            return Err(ExchangeError::Fail(Failure::new(
-                                ErrKind::ChunkedEncoding,
-                                "invalid chunk size in a chunked body",
-                            )))
-                        }
-                    }
-                    match fill(&mut conn.stream, &mut buf) {
-                        Ok(0) => return Err(body_err(eof())),
-                        Ok(_) => {}
-                        Err(e) => return Err(body_err(e)),
-                    }
-                };
-                pos += used;
-                if size == 0 {
-                    // trailers (ignored) up to the empty line
-                    loop {
-                        if let Some(i) = find_crlf(&buf[pos..]) {
-                            let line_empty = i == 0;
-                            pos += i + 2;
-                            if line_empty {
-                                break;
-                            }
-                            continue;
-                        }
-                        match fill(&mut conn.stream, &mut buf) {
-                            Ok(0) => return Err(body_err(eof())),
-                            Ok(_) => {}
-                            Err(e) => return Err(body_err(e)),
-                        }
-                    }
-                    break;
-                }
-                let size = usize::try_from(size).map_err(|_| body_err(io::Error::other("chunk too large")))?;
-                // move what is buffered to the output, then read the rest of the chunk
-                let mut left = size;
-                loop {
-                    let avail = (buf.len() - pos).min(left);
-                    out.extend_from_slice(&buf[pos..pos + avail]);
-                    pos += avail;
-                    left -= avail;
-                    if left == 0 {
-                        break;
-                    }
-                    buf.truncate(pos.min(buf.len()));
-                    buf.drain(..pos);
-                    pos = 0;
-                    match fill(&mut conn.stream, &mut buf) {
-                        Ok(0) => return Err(body_err(eof())),
-                        Ok(_) => {}
-                        Err(e) => return Err(body_err(e)),
-                    }
-                }
-                // CRLF after the chunk data
-                while buf.len() < pos + 2 {
-                    match fill(&mut conn.stream, &mut buf) {
-                        Ok(0) => return Err(body_err(eof())),
-                        Ok(_) => {}
-                        Err(e) => return Err(body_err(e)),
-                    }
-                }
-                if &buf[pos..pos + 2] != b"\r\n" {
-                    return Err(ExchangeError::Fail(Failure::new(
-                        ErrKind::ChunkedEncoding,
-                        "missing CRLF after a chunk",
-                    )));
-                }
-                pos += 2;
-                if pos > 64 * 1024 {
-                    buf.drain(..pos);
-                    pos = 0;
-                }
-            }
-            buf.drain(..pos);
-            Bytes::from(out)
-        }
-        Framing::UntilClose => {
-            keep_alive = false;
-            loop {
-                match fill(&mut conn.stream, &mut buf) {
-                    Ok(0) => break,
-                    Ok(_) => {}
-                    Err(e) => return Err(body_err(e)),
-                }
-            }
-            let body = Bytes::copy_from_slice(&buf[head_len..]);
-            buf.clear();
-            body
-        }
+        Framing::Length(len) => read_length(&conn.stream, &mut buf, head.len, len, limits)?,
+        Framing::Chunked => read_chunked(&conn.stream, &mut buf, head.len, limits)?,
+        Framing::UntilClose => read_until_close(&conn.stream, &mut buf, head.len, limits)?,
     };
     // a server that sent more than one response's worth of bytes is not to be trusted with another request
-    let keep = keep_alive && buf.is_empty();
+    let keep = head.keep_alive && !matches!(head.framing, Framing::UntilClose) && buf.is_empty();
     if buf.capacity() <= 64 * 1024 {
         conn.buf = buf;
     }
     if !keep {
         let _ = conn.stream.shutdown(Shutdown::Both);
     }
-    if let (Some(tm), Some(f)) = (timings.as_deref_mut(), first_byte) {
-        tm.transfer = Some(f.elapsed());
+    if let Some(tm) = timings.as_deref_mut() {
+        tm.transfer = Some(first_byte.elapsed());
     }
-    let mut headers = headers;
-    let body = decode(&mut headers, raw, timings).map_err(ExchangeError::Fail)?;
-    Ok((Answer { status, version, headers, body }, keep))
+    let mut headers = head.headers;
+    let body = decode(&mut headers, raw, limits.max_decoded, timings).map_err(ExchangeError::Fail)?;
+    Ok((Answer { status: head.status, version: head.version, headers, body }, keep))
+}
+
+/// Read up to the final response's head, skipping interim (1xx) answers. Also returns when its first
+/// byte arrived, and notes on the connection whether that was within the polling budget.
+fn read_head(conn: &mut Conn, req: &WireRequest, buf: &mut Vec<u8>, written: Instant) -> Result<(Head, Instant), ExchangeError> {
+    let mut interim = 0;
+    let mut first_byte: Option<Instant> = None;
+    loop {
+        let parsed = parse_head(buf, req)?;
+        if parsed.as_ref().map_or(buf.len(), |h| h.len) > MAX_HEAD {
+            return Err(fail(ErrKind::Connection, format!("response head larger than {MAX_HEAD} bytes")));
+        }
+        if let Some(head) = parsed {
+            if !(100..200).contains(&head.status) || head.status == 101 {
+                return Ok((head, first_byte.unwrap_or(written)));
+            }
+            interim += 1;
+            if interim > MAX_INTERIM {
+                return Err(fail(ErrKind::Connection, format!("more than {MAX_INTERIM} interim (1xx) responses")));
+            }
+            buf.drain(..head.len);
+            if !buf.is_empty() {
+                continue;
+            }
+        }
+        let polled = if buf.is_empty() && conn.quick { spin_fill(&conn.stream, buf) } else { None };
+        match polled.unwrap_or_else(|| fill(&conn.stream, buf)) {
+            Ok(0) if buf.is_empty() && interim == 0 => {
+                return Err(ExchangeError::NoResponse(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed")))
+            }
+            Ok(0) => return Err(fail(ErrKind::Connection, "connection closed in the middle of the response head")),
+            Ok(_) => {
+                if first_byte.is_none() {
+                    let now = Instant::now();
+                    first_byte = Some(now);
+                    conn.quick = now - written <= spin_budget();
+                }
+            }
+            Err(e) if is_timeout(&e) => return Err(ExchangeError::Fail(read_timeout_failure())),
+            Err(e) if buf.is_empty() && interim == 0 => return Err(ExchangeError::NoResponse(e)),
+            Err(e) => return Err(fail(ErrKind::Connection, format!("connection error: {e}"))),
+        }
+    }
+}
+
+/// The head at the start of `buf`, None while it is incomplete. Framing as RFC 9112 §6.3 has it:
+/// Transfer-Encoding wins over Content-Length (and such a connection is not reused), a
+/// Transfer-Encoding whose last coding is not chunked is read until the connection closes, and
+/// Content-Length values that disagree or are not plain digits are refused.
+fn parse_head(buf: &[u8], req: &WireRequest) -> Result<Option<Head>, ExchangeError> {
+    let mut hdrs = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut hdrs);
+    let len = match resp.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => return Err(fail(ErrKind::Connection, format!("invalid HTTP response: {e}"))),
+    };
+    let status = resp.code.unwrap_or(0);
+    let v11 = resp.version == Some(1);
+    let mut headers = HeaderMap::with_capacity(resp.headers.len());
+    let mut conn_close = !v11;
+    let mut content_length: Option<u64> = None;
+    let mut transfer_encoding = false;
+    let mut chunked = false;
+    for h in resp.headers.iter() {
+        let name = HeaderName::from_bytes(h.name.as_bytes())
+            .map_err(|_| fail(ErrKind::Connection, format!("invalid response header name {:?}", h.name)))?;
+        let value = HeaderValue::from_bytes(h.value)
+            .map_err(|_| fail(ErrKind::Connection, format!("invalid value of response header {:?}", h.name)))?;
+        if name == reqwest::header::CONNECTION {
+            if contains_token(h.value, b"close") {
+                conn_close = true;
+            } else if contains_token(h.value, b"keep-alive") {
+                conn_close = false;
+            }
+        } else if name == reqwest::header::CONTENT_LENGTH {
+            match parse_length(h.value) {
+                Some(n) if content_length.is_none_or(|c| c == n) => content_length = Some(n),
+                _ => return Err(fail(ErrKind::Connection, "invalid Content-Length in the response")),
+            }
+        } else if name == reqwest::header::TRANSFER_ENCODING {
+            transfer_encoding = true;
+            chunked = last_token_is(h.value, b"chunked");
+        }
+        headers.append(name, value);
+    }
+    let framing = if req.head || matches!(status, 100..=199 | 204 | 304) {
+        Framing::Empty
+    } else if transfer_encoding {
+        if chunked { Framing::Chunked } else { Framing::UntilClose }
+    } else if let Some(n) = content_length {
+        Framing::Length(n)
+    } else {
+        Framing::UntilClose
+    };
+    let keep_alive = !conn_close && !(transfer_encoding && content_length.is_some());
+    let version = if v11 { "HTTP/1.1" } else { "HTTP/1.0" };
+    Ok(Some(Head { status, version, headers, len, keep_alive, framing }))
+}
+
+/// A Content-Length value: ASCII digits only (no sign, no list), within u64.
+fn parse_length(v: &[u8]) -> Option<u64> {
+    let v = v.trim_ascii();
+    if v.is_empty() || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(v).ok()?.parse().ok()
+}
+
+fn read_length(stream: &TcpStream, buf: &mut Vec<u8>, head_len: usize, len: u64, limits: &Limits) -> Result<Bytes, ExchangeError> {
+    let len = usize::try_from(len)
+        .ok()
+        .filter(|l| head_len.checked_add(*l).is_some())
+        .ok_or_else(|| over_limit("response body", usize::MAX))?;
+    if let Some(max) = limits.max_body.filter(|m| len > *m) {
+        return Err(over_limit("response body", max));
+    }
+    let want = head_len + len;
+    if len <= INLINE_BODY_MAX || buf.len() >= want {
+        while buf.len() < want {
+            more(stream, buf)?;
+        }
+        let body = Bytes::copy_from_slice(&buf[head_len..want]);
+        buf.drain(..want);
+        return Ok(body);
+    }
+    // a large body is read straight into its own buffer (no second copy), grown as bytes arrive:
+    // the announced length alone never sizes an allocation
+    let mut body = Vec::with_capacity(len.min(PREALLOC_MAX));
+    body.extend_from_slice(&buf[head_len..]);
+    buf.clear();
+    let fd = stream.as_raw_fd();
+    while body.len() < len {
+        if body.len() == body.capacity() {
+            body.reserve((len - body.len()).min(body.len().max(READ_CHUNK)));
+        }
+        let left = len - body.len();
+        match recv_into(fd, &mut body, left, 0) {
+            Ok(0) => return Err(body_err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed before the end of the body"))),
+            Ok(_) => {}
+            Err(e) => return Err(body_err(e)),
+        }
+    }
+    Ok(Bytes::from(body))
+}
+
+fn read_chunked(stream: &TcpStream, buf: &mut Vec<u8>, head_len: usize, limits: &Limits) -> Result<Bytes, ExchangeError> {
+    let mut out: Vec<u8> = Vec::new();
+    let mut pos = head_len;
+    loop {
+        let (size, used) = loop {
+            match httparse::parse_chunk_size(&buf[pos..]) {
+                Ok(httparse::Status::Complete((used, size))) if used <= MAX_CHUNK_LINE => break (size, used),
+                Ok(httparse::Status::Partial) if buf.len() - pos <= MAX_CHUNK_LINE => more(stream, buf)?,
+                Ok(_) => return Err(fail(ErrKind::ChunkedEncoding, format!("chunk size line longer than {MAX_CHUNK_LINE} bytes"))),
+                Err(_) => return Err(fail(ErrKind::ChunkedEncoding, "invalid chunk size in a chunked body")),
+            }
+        };
+        pos += used;
+        if size == 0 {
+            skip_trailers(stream, buf, &mut pos)?;
+            break;
+        }
+        let size = usize::try_from(size).ok().filter(|s| out.len().checked_add(*s).is_some());
+        let size = size.ok_or_else(|| over_limit("response body", usize::MAX))?;
+        if let Some(max) = limits.max_body.filter(|m| out.len() + size > *m) {
+            return Err(over_limit("response body", max));
+        }
+        // move what is buffered to the output, then read the rest of the chunk
+        let mut left = size;
+        loop {
+            let avail = (buf.len() - pos).min(left);
+            out.extend_from_slice(&buf[pos..pos + avail]);
+            pos += avail;
+            left -= avail;
+            if left == 0 {
+                break;
+            }
+            buf.drain(..pos);
+            pos = 0;
+            more(stream, buf)?;
+        }
+        while buf.len() < pos + 2 {
+            more(stream, buf)?;
+        }
+        if &buf[pos..pos + 2] != b"\r\n" {
+            return Err(fail(ErrKind::ChunkedEncoding, "missing CRLF after a chunk"));
+        }
+        pos += 2;
+        if pos > 64 * 1024 {
+            buf.drain(..pos);
+            pos = 0;
+        }
+    }
+    buf.drain(..pos);
+    Ok(Bytes::from(out))
+}
+
+/// Skip the trailer section up to its empty line (at most MAX_TRAILERS bytes).
+fn skip_trailers(stream: &TcpStream, buf: &mut Vec<u8>, pos: &mut usize) -> Result<(), ExchangeError> {
+    let start = *pos;
+    loop {
+        if let Some(i) = find_crlf(&buf[*pos..]) {
+            *pos += i + 2;
+            if i == 0 {
+                return Ok(());
+            }
+            continue;
+        }
+        if buf.len() - start > MAX_TRAILERS {
+            return Err(fail(ErrKind::ChunkedEncoding, format!("trailers longer than {MAX_TRAILERS} bytes")));
+        }
+        more(stream, buf)?;
+    }
+}
+
+fn read_until_close(stream: &TcpStream, buf: &mut Vec<u8>, head_len: usize, limits: &Limits) -> Result<Bytes, ExchangeError> {
+    loop {
+        if let Some(max) = limits.max_body.filter(|m| buf.len() - head_len > *m) {
+            return Err(over_limit("response body", max));
+        }
+        match fill(stream, buf) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => return Err(body_err(e)),
+        }
+    }
+    let body = Bytes::copy_from_slice(&buf[head_len..]);
+    buf.clear();
+    Ok(body)
 }
 
 enum Framing {
@@ -822,7 +923,7 @@ fn last_token_is(v: &[u8], tok: &[u8]) -> bool {
 /// Decode a gzip/deflate/br/zstd body as reqwest does (the Content-Encoding and Content-Length
 /// headers are then dropped, since they describe the bytes on the wire). The decoding is timed
 /// into `timings.decode` when there is one and something was decoded.
-fn decode(headers: &mut HeaderMap, raw: Bytes, timings: Option<&mut Timings>) -> Result<Bytes, Failure> {
+fn decode(headers: &mut HeaderMap, raw: Bytes, limit: Option<usize>, timings: Option<&mut Timings>) -> Result<Bytes, Failure> {
     let enc = match headers.get(reqwest::header::CONTENT_ENCODING) {
         None => return Ok(raw),
         Some(v) => v.as_bytes().trim_ascii().to_ascii_lowercase(),
@@ -831,14 +932,23 @@ fn decode(headers: &mut HeaderMap, raw: Bytes, timings: Option<&mut Timings>) ->
         return Ok(raw);
     }
     let start = timings.as_ref().map(|_| Instant::now());
-    let mut out = Vec::with_capacity(raw.len() * 4);
+    let max = limit.unwrap_or(usize::MAX);
+    let mut out = Vec::with_capacity(raw.len().saturating_mul(4).min(max).min(PREALLOC_MAX));
+    // one byte past the limit is read, to tell "exactly the limit" from "more"
+    let cap = (max as u64).saturating_add(1);
     let res = match enc.as_slice() {
-        b"gzip" | b"x-gzip" => flate2::read::MultiGzDecoder::new(&raw[..]).read_to_end(&mut out),
-        b"deflate" => flate2::read::ZlibDecoder::new(&raw[..]).read_to_end(&mut out),
-        b"br" => brotli::Decompressor::new(&raw[..], 8192).read_to_end(&mut out),
-        b"zstd" => zstd::stream::read::Decoder::new(&raw[..]).and_then(|mut d| d.read_to_end(&mut out)),
+        b"gzip" | b"x-gzip" => flate2::read::MultiGzDecoder::new(&raw[..]).take(cap).read_to_end(&mut out),
+        b"deflate" => flate2::read::ZlibDecoder::new(&raw[..]).take(cap).read_to_end(&mut out),
+        b"br" => brotli::Decompressor::new(&raw[..], 8192).take(cap).read_to_end(&mut out),
+        b"zstd" => zstd::stream::read::Decoder::new(&raw[..]).and_then(|d| d.take(cap).read_to_end(&mut out)),
         _ => return Ok(raw),
     };
+    if out.len() > max {
+        return Err(Failure::new(
+            ErrKind::ContentDecoding,
+            format!("decoded response body larger than the limit of {max} bytes (decompression bomb?)"),
+        ));
+    }
     if let Err(e) = res {
         return Err(Failure::new(
             ErrKind::ContentDecoding,

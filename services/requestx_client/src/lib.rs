@@ -783,9 +783,17 @@ impl Pending {
 #[pymethods]
 impl Client {
     #[new]
-    #[pyo3(signature = (trust_env=true, pool_maxsize=32, pool_idle_timeout=90.0))]
-    fn new(trust_env: bool, pool_maxsize: usize, pool_idle_timeout: Option<f64>) -> PyResult<Self> {
+    #[pyo3(signature = (trust_env=true, pool_maxsize=32, pool_idle_timeout=90.0, max_body_size=None,
+                        max_decoded_size=None))]
+    fn new(
+        trust_env: bool,
+        pool_maxsize: usize,
+        pool_idle_timeout: Option<f64>,
+        max_body_size: Option<usize>,
+        max_decoded_size: Option<usize>,
+    ) -> PyResult<Self> {
         let idle = secs_to_ms(pool_idle_timeout, "pool idle")?.map(Duration::from_millis);
+        let limits = direct::Limits { max_body: max_body_size, max_decoded: max_decoded_size };
         // build the shared TLS configuration and runtime now, not on the first request
         tls::verifying();
         sync_runtime();
@@ -795,7 +803,7 @@ impl Client {
                 trust_env,
                 pool_max_idle_per_host: pool_maxsize,
                 pool_idle_timeout: idle,
-                direct: direct::Pool::new(pool_maxsize, idle),
+                direct: direct::Pool::new(pool_maxsize, idle, limits),
                 direct_keys: Mutex::new(Vec::new()),
                 last_url: Mutex::new(None),
                 env_proxy_http: trust_env
@@ -1141,7 +1149,7 @@ impl Client {
                 seen.note(kname.as_bytes());
             }
         }
-        wire.finish(seen, body);
+        wire.finish(&parsed, seen, body);
         let connect = connect_ms.map(Duration::from_millis);
         let read = read_ms.map(Duration::from_millis);
         let pool = &self.inner.direct;
