@@ -7,6 +7,7 @@ import mimetypes
 import os
 import uuid
 from collections.abc import Iterable, Mapping
+from http.cookiejar import CookieJar
 from typing import Any
 from urllib.parse import unquote, urlencode, urljoin, urlsplit, urlunsplit
 
@@ -14,7 +15,7 @@ from . import __version__
 from . import exceptions as exc
 from .auth import HTTPBasicAuth
 from .metrics import Recorder, client_metrics
-from .cookies import RequestsCookieJar
+from .cookies import RequestsCookieJar, cookiejar_from_dict, extract_cookies_to_jar, get_cookie_header, merge_cookies
 from .models import PreparedRequest, Response
 from .structures import CaseInsensitiveDict
 
@@ -37,6 +38,14 @@ except ImportError:  # pragma: no cover - orjson is optional
 
 DEFAULT_REDIRECT_LIMIT = 30
 _PROXY_KEYS = ("http", "https", "all")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _origin(url: str) -> tuple[str, str | None, int | None]:
+    """(scheme, host, port) with the scheme's default port filled in; ValueError for a bad port."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    return scheme, parts.hostname, parts.port or _DEFAULT_PORTS.get(scheme)
 
 
 def default_user_agent() -> str:
@@ -197,6 +206,8 @@ def split_timeout(timeout: Any, total: float | None) -> tuple[float | None, floa
 class ClientBase:
     """Settings and request preparation common to ``Session`` and ``AsyncClient``."""
 
+    _keep_cookies = True  # whether the cookies responses set go to ``self.cookies``
+
     def __init__(self, *, headers: Mapping[str, str] | None = None, cookies: Any = None, auth: Any = None,
                  params: Any = None, timeout: Any = None, total_timeout: float | None = None,
                  verify: bool | str = True, proxies: Mapping[str, str] | None = None, trust_env: bool = True,
@@ -280,11 +291,11 @@ class ClientBase:
                 merged["Content-Type"] = ctype
             if body is None and method in ("POST", "PUT", "PATCH"):
                 merged["Content-Length"] = "0"
-        if cookies or self.cookies:
-            cookie_header = self.cookies.header_for(url, dict(cookies) if cookies else None)
-            if cookie_header and "cookie" not in merged:
-                merged["Cookie"] = cookie_header
         prep = PreparedRequest(method, url, merged, body)
+        if cookies or self.cookies:  # an explicit Cookie header wins (the jar leaves it alone)
+            cookie_header = get_cookie_header(self._request_jar(cookies), prep)
+            if cookie_header:
+                merged["Cookie"] = cookie_header
         if auth is None:
             auth = self.auth
         if auth is None and "@" in url:
@@ -327,8 +338,35 @@ class ClientBase:
     def header_list(self, prep: PreparedRequest) -> list[tuple[str, Any]]:
         return [(k, v) for k, v in prep.headers.items()]
 
+    def _request_jar(self, cookies: Any) -> CookieJar:
+        """The client's jar, or a copy with the request's own ``cookies=`` added (both are sent, as in requests)."""
+        if not cookies:
+            return self.cookies
+        own = cookies if isinstance(cookies, CookieJar) else cookiejar_from_dict(cookies)
+        return merge_cookies(self.cookies.copy(), own)
+
+    def redirect_cookies(self, cookies: Any) -> RequestsCookieJar:
+        """The jar a redirect chain carries to ``redirect_request``: the request's ``cookies=``, plus, for a
+        client that keeps no cookies, those each hop sets (they still reach the next hops, as in requests)."""
+        jar = RequestsCookieJar()
+        merge_cookies(jar, cookies)
+        return jar
+
+    def should_strip_auth(self, old_url: str, new_url: str) -> bool:
+        """Whether a redirect from ``old_url`` to ``new_url`` must drop Authorization, as requests decides:
+        kept for the same scheme, host and port (a default port counts as no port) and for http:80 ->
+        https:443 of the same host; dropped for any other change of host, scheme or port."""
+        try:
+            old, new = _origin(old_url), _origin(new_url)
+        except ValueError:  # a port that is not one: nothing to compare, so do not forward credentials
+            return True
+        if old[1] != new[1]:
+            return True
+        return old != new and (old[0], old[2], new[0], new[2]) != ("http", 80, "https", 443)
+
     def redirect_request(self, resp: Response, prep: PreparedRequest, cookies: Any) -> PreparedRequest:
-        """The request to send for a redirect response (method, body and headers rewritten as requests does)."""
+        """The request to send for a redirect response (method, body and headers rewritten as requests does).
+        ``cookies`` is the chain's jar from ``redirect_cookies`` (or the request's ``cookies=``)."""
         location = resp._native.header("location")
         if location.startswith("//"):
             location = urlsplit(resp.url).scheme + ":" + location
@@ -347,12 +385,15 @@ class ClientBase:
                 headers.pop(h, None)
             body = None
         headers.pop("Cookie", None)
-        if old_parts.hostname != new_parts.hostname or (old_parts.scheme == "https" and new_parts.scheme == "http"):
-            headers.pop("Authorization", None)
-        cookie_header = self.cookies.header_for(new_url, dict(cookies) if cookies else None)
+        if "Authorization" in headers and self.should_strip_auth(prep.url, new_url):
+            del headers["Authorization"]
+        if isinstance(cookies, CookieJar) and not self._keep_cookies:
+            extract_cookies_to_jar(cookies, prep, resp)
+        new = PreparedRequest(method, new_url, headers, body)
+        cookie_header = get_cookie_header(self._request_jar(cookies), new)
         if cookie_header:
             headers["Cookie"] = cookie_header
-        return PreparedRequest(method, new_url, headers, body)
+        return new
 
     def run_hooks(self, hooks: Any, resp: Response, **kwargs: Any) -> Response:
         for group in (self.hooks.get("response") or (), (hooks or {}).get("response") or ()):

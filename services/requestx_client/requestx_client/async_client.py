@@ -13,6 +13,7 @@ from typing import Any
 from . import _native
 from . import exceptions as exc
 from ._prepare import DEFAULT_REDIRECT_LIMIT, ClientBase
+from .cookies import extract_cookies_to_jar
 from .metrics import sent
 from .models import PreparedRequest, Response
 
@@ -92,11 +93,12 @@ class AsyncClient(ClientBase):
         resp = await self._send(prep, opts)
         if follow and resp.status_code in (301, 302, 303, 307, 308) and resp.is_redirect:
             history: list[Response] = []
+            chain = self.redirect_cookies(cookies)
             while resp.is_redirect:
                 if len(history) >= self.max_redirects:
                     raise exc.TooManyRedirects(f"Exceeded {self.max_redirects} redirects.", response=resp)
                 history.append(resp)
-                prep = self.redirect_request(resp, prep, cookies)
+                prep = self.redirect_request(resp, prep, chain)
                 resp = await self._send(prep, opts)
                 resp.history = list(history)
         if hooks or self.hooks["response"]:
@@ -134,8 +136,8 @@ class AsyncClient(ClientBase):
         if rec is not None:
             rec.record(prep.method, prep.url, native.status, elapsed, native.timings)
         resp = Response(native, prep, datetime.timedelta(seconds=elapsed))
-        if set_cookies := native.header_all("set-cookie"):
-            self.cookies.extract(set_cookies, resp.url)
+        if native.has_set_cookie:
+            extract_cookies_to_jar(self.cookies, prep, resp)
         return resp
 
     async def get(self, url: Any, **kwargs: Any) -> Response:

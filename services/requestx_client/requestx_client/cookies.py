@@ -1,200 +1,366 @@
-"""A small cookie jar: Set-Cookie parsing, domain/path/secure/expiry matching, dict-like access."""
+"""Cookies as requests keeps them: an ``http.cookiejar.CookieJar`` with a dict-like face
+(``RequestsCookieJar``) and the standard library's policy, made stricter as browsers are: a Domain
+attribute that names a public suffix (com, co.uk, github.io, ...) is refused, and so is a Secure
+cookie sent over plain http. http.cookiejar already sends Secure cookies over https only."""
 
 from __future__ import annotations
 
+import copy as _copy
+import functools
+import ipaddress
 import time
 from collections.abc import Iterator, Mapping, MutableMapping
-from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
+from http.cookiejar import Cookie, CookieJar, DefaultCookiePolicy, eff_request_host, http2time
+from http.cookies import Morsel
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
+
+from publicsuffixlist import PublicSuffixList
 
 
-@dataclass
-class Cookie:
-    name: str
-    value: str
-    domain: str = ""          # lower-case host or domain, without a leading dot
-    path: str = "/"
-    secure: bool = False
-    expires: float | None = None  # unix time, None for a session cookie
-    host_only: bool = True
+@functools.cache
+def _public_suffixes() -> PublicSuffixList:
+    # Parsing the bundled list takes ~60 ms: done on the first Domain attribute, not at import.
+    return PublicSuffixList()
 
-    def expired(self, now: float) -> bool:
-        return self.expires is not None and self.expires <= now
 
-    def matches(self, host: str, path: str, secure: bool, now: float) -> bool:
-        if self.expired(now) or (self.secure and not secure):
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        return True
+    except ValueError:
+        return False
+
+
+class PublicSuffixCookiePolicy(DefaultCookiePolicy):
+    """``DefaultCookiePolicy`` plus three browser rules: no cookie for a whole public suffix (else one
+    site could set a cookie that every other site under ``.com`` receives), no Secure cookie from an
+    insecure origin (else a network attacker could plant or overwrite a Secure cookie), and a cookie
+    set without Domain goes back to its own host only, not to the subdomains."""
+
+    def set_ok(self, cookie: Cookie, request: Any) -> bool:
+        if cookie.secure and request.type not in self.secure_protocols:
             return False
-        if self.domain:
-            if self.host_only:
-                if host != self.domain:
-                    return False
-            elif host != self.domain and not host.endswith("." + self.domain):
+        return super().set_ok(cookie, request)
+
+    def set_ok_domain(self, cookie: Cookie, request: Any) -> bool:
+        if not super().set_ok_domain(cookie, request):
+            return False
+        if cookie.domain_specified:
+            domain = cookie.domain.lstrip(".").lower()
+            # Unknown top-level names (intranet "corp", "test") count as public suffixes too.
+            if not _is_ip(domain) and _public_suffixes().is_public(domain):
                 return False
-        if path != self.path and not path.startswith(self.path if self.path.endswith("/") else self.path + "/"):
-            return False
         return True
 
-
-def _default_path(path: str) -> str:
-    if not path.startswith("/") or path.count("/") <= 1:
-        return "/"
-    return path[: path.rfind("/")]
-
-
-def parse_set_cookie(header: str, host: str, path: str, now: float | None = None) -> Cookie | None:
-    """Parse one Set-Cookie value sent by ``host`` for a request to ``path``; None if rejected."""
-    now = time.time() if now is None else now
-    parts = header.split(";")
-    name, sep, value = parts[0].partition("=")
-    name, value = name.strip(), value.strip()
-    if not sep or not name:
-        return None
-    if len(value) >= 2 and value[0] == value[-1] == '"':
-        value = value[1:-1]
-    cookie = Cookie(name, value, domain=host, path=_default_path(path))
-    max_age_seen = False
-    for attr in parts[1:]:
-        key, _, val = attr.partition("=")
-        key, val = key.strip().lower(), val.strip()
-        if key == "domain" and val:
-            dom = val.lstrip(".").lower()
-            if host != dom and not host.endswith("." + dom):
-                return None  # a server may not set cookies for another domain
-            cookie.domain, cookie.host_only = dom, False
-        elif key == "path" and val.startswith("/"):
-            cookie.path = val
-        elif key == "secure":
-            cookie.secure = True
-        elif key == "max-age":
-            try:
-                cookie.expires = now + int(val)
-                max_age_seen = True
-            except ValueError:
-                pass
-        elif key == "expires" and not max_age_seen:
-            try:
-                cookie.expires = parsedate_to_datetime(val).timestamp()
-            except (TypeError, ValueError, IndexError, OverflowError):
-                pass
-    return cookie
+    def return_ok_domain(self, cookie: Cookie, request: Any) -> bool:
+        if cookie.domain and not cookie.domain_specified:  # host-only ("" is a cookie the caller set for any host)
+            return cookie.domain == eff_request_host(request)[1]
+        return super().return_ok_domain(cookie, request)
 
 
-class RequestsCookieJar(MutableMapping[str, str]):
-    """Cookie jar with the dict-like interface of ``requests.cookies.RequestsCookieJar``."""
+class CookieConflictError(RuntimeError):
+    """More than one cookie matches a name (set ``domain``/``path`` to pick one)."""
 
-    def __init__(self) -> None:
-        self._cookies: dict[tuple[str, str, str], Cookie] = {}
 
-    # --- dict interface (by name) ---
-    def __getitem__(self, name: str) -> str:
-        found = [c for c in list(self._cookies.values()) if c.name == name]
+# --- the adapter objects CookieJar.extract_cookies / add_cookie_header expect ---
+
+class CookieRequest:
+    """The ``urllib.request.Request`` methods that http.cookiejar calls, for one URL and its headers.
+    A Cookie header computed by the jar lands in ``new_headers``."""
+
+    def __init__(self, url: str, headers: Mapping[str, str] | None = None) -> None:
+        parts = urlsplit(url)
+        netloc = parts.netloc.rpartition("@")[2]  # user:password@ must not be taken for the host
+        self._url = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+        self.type = parts.scheme.lower()
+        self.host = netloc
+        self.origin_req_host = (parts.hostname or "").lower()
+        self.unverifiable = False  # the user asked for this URL (redirects included, as requests has it)
+        self._headers = {k.lower(): v for k, v in (headers or {}).items()}
+        self.new_headers: dict[str, str] = {}
+
+    def get_full_url(self) -> str:
+        return self._url
+
+    def get_type(self) -> str:
+        return self.type
+
+    def get_host(self) -> str:
+        return self.host
+
+    def is_unverifiable(self) -> bool:
+        return self.unverifiable
+
+    def has_header(self, name: str) -> bool:
+        return name.lower() in self._headers or name.lower() in self.new_headers
+
+    def get_header(self, name: str, default: Any = None) -> Any:
+        return self._headers.get(name.lower(), self.new_headers.get(name.lower(), default))
+
+    def add_unredirected_header(self, name: str, value: str) -> None:
+        self.new_headers[name.lower()] = value
+
+    def header_items(self) -> list[tuple[str, str]]:
+        return list({**self._headers, **self.new_headers}.items())
+
+
+class CookieResponse:
+    """The ``info().get_all()`` that http.cookiejar reads Set-Cookie headers through."""
+
+    def __init__(self, set_cookie: list[str]) -> None:
+        self._set_cookie = set_cookie
+
+    def info(self) -> "CookieResponse":
+        return self
+
+    def get_all(self, name: str, default: Any = None) -> Any:
+        return list(self._set_cookie) if name.lower() == "set-cookie" and self._set_cookie else default
+
+
+def _set_cookie_values(response: Any) -> list[str]:
+    native = getattr(response, "_native", response)  # a Response, or a native response
+    return native.header_all("set-cookie") if native is not None else []
+
+
+def extract_cookies_to_jar(jar: CookieJar, request: Any, response: Any) -> None:
+    """Store in ``jar`` the cookies that ``response`` set, judged against the URL of ``request``
+    (a PreparedRequest, or anything with ``url`` and ``headers``)."""
+    values = _set_cookie_values(response)
+    if values:
+        adapter = CookieRequest(request.url, request.headers)
+        jar.extract_cookies(CookieResponse(values), adapter)  # type: ignore[arg-type]
+
+
+def get_cookie_header(jar: CookieJar, request: Any) -> str | None:
+    """The Cookie header ``jar`` gives for ``request`` (``url`` and ``headers``), or None."""
+    adapter = CookieRequest(request.url, request.headers)
+    jar.add_cookie_header(adapter)  # type: ignore[arg-type]
+    return adapter.new_headers.get("cookie")
+
+
+# --- building cookies ---
+
+_COOKIE_DEFAULTS: dict[str, Any] = {
+    "version": 0, "port": None, "domain": "", "path": "/", "secure": False, "expires": None,
+    "discard": True, "comment": None, "comment_url": None, "rest": None, "rfc2109": False,
+}
+
+
+def create_cookie(name: str, value: Any, **kwargs: Any) -> Cookie:
+    """A ``Cookie`` for any domain and path "/" unless given (``domain=``, ``path=``, ``secure=``,
+    ``expires=`` in unix time, ...); an unknown keyword is a TypeError."""
+    unknown = set(kwargs) - set(_COOKIE_DEFAULTS)
+    if unknown:
+        raise TypeError(f"create_cookie() got unexpected keyword arguments: {sorted(unknown)}")
+    a = {**_COOKIE_DEFAULTS, **kwargs}
+    domain, path = a["domain"] or "", a["path"]
+    return Cookie(a["version"], name, None if value is None else str(value), a["port"], a["port"] is not None,
+                  domain, bool(domain), domain.startswith("."), path, bool(path), a["secure"], a["expires"],
+                  a["discard"], a["comment"], a["comment_url"], a["rest"] or {"HttpOnly": None}, a["rfc2109"])
+
+
+def morsel_to_cookie(morsel: Morsel) -> Cookie:
+    """A ``Cookie`` from an ``http.cookies.Morsel`` (Max-Age wins over Expires)."""
+    expires = None
+    if morsel["max-age"]:
+        try:
+            expires = int(time.time()) + int(morsel["max-age"])
+        except ValueError:
+            raise TypeError(f"max-age: {morsel['max-age']!r} must be an integer") from None
+    elif morsel["expires"]:
+        expires = http2time(morsel["expires"])
+    return create_cookie(morsel.key, morsel.value, domain=morsel["domain"], path=morsel["path"] or "/",
+                         secure=bool(morsel["secure"]), expires=expires, discard=False,
+                         comment=morsel["comment"] or None, rest={"HttpOnly": morsel["httponly"]},
+                         version=int(morsel["version"] or 0))
+
+
+def remove_cookie_by_name(jar: CookieJar, name: str, domain: str | None = None, path: str | None = None) -> None:
+    """Remove every cookie called ``name`` (only in ``domain``/``path`` when given)."""
+    doomed = [(c.domain, c.path, c.name) for c in list(jar)
+              if c.name == name and domain in (None, c.domain) and path in (None, c.path)]
+    for key in doomed:
+        jar.clear(*key)
+
+
+def cookiejar_from_dict(cookie_dict: Mapping[str, Any] | None, cookiejar: CookieJar | None = None,
+                        overwrite: bool = True) -> CookieJar:
+    """Add ``name: value`` pairs to ``cookiejar`` (a new ``RequestsCookieJar`` when None); with
+    ``overwrite=False`` a name already in the jar is left as it is."""
+    jar = RequestsCookieJar() if cookiejar is None else cookiejar
+    if cookie_dict:
+        present = {c.name for c in list(jar)}
+        for name, value in cookie_dict.items():
+            if overwrite or name not in present:
+                jar.set_cookie(create_cookie(name, value))
+    return jar
+
+
+def merge_cookies(cookiejar: CookieJar, cookies: Any) -> CookieJar:
+    """Add ``cookies`` (a dict or a CookieJar) to ``cookiejar`` and return it."""
+    if not isinstance(cookiejar, CookieJar):
+        raise ValueError("cannot merge cookies into something that is not a CookieJar")
+    if isinstance(cookies, CookieJar):
+        for c in list(cookies):
+            cookiejar.set_cookie(_copy.copy(c))
+    elif cookies:
+        cookiejar_from_dict(cookies, cookiejar, overwrite=False)
+    return cookiejar
+
+
+# --- the jar ---
+
+class RequestsCookieJar(CookieJar, MutableMapping[str, str]):  # type: ignore[misc]
+    """A ``CookieJar`` that is also a mapping of names to values, as ``requests.cookies.RequestsCookieJar``.
+    Iterating yields the ``Cookie`` objects; ``keys()``/``items()`` give names. A name held for several
+    domains or paths raises ``CookieConflictError`` unless ``domain``/``path`` narrow it down. Every read
+    takes the jar's lock, so a session shared by threads is safe to inspect while responses arrive."""
+
+    def __init__(self, policy: Any = None) -> None:
+        super().__init__(policy if policy is not None else PublicSuffixCookiePolicy())
+
+    def _all(self) -> list[Cookie]:
+        with self._cookies_lock:
+            return [c for paths in self._cookies.values() for names in paths.values() for c in names.values()]
+
+    def __iter__(self) -> Iterator[Cookie]:  # type: ignore[override]
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __bool__(self) -> bool:  # on every request: no list built for an empty jar
+        return bool(self._cookies) and bool(self._all())
+
+    def __contains__(self, name: object) -> bool:
+        return any(c.name == name for c in self._all())
+
+    def _find(self, name: str, domain: str | None = None, path: str | None = None) -> Cookie:
+        found = [c for c in self._all()
+                 if c.name == name and domain in (None, c.domain) and path in (None, c.path)]
         if not found:
-            raise KeyError(name)
-        return found[-1].value
+            raise KeyError(f"name={name!r}, domain={domain!r}, path={path!r}")
+        if len(found) > 1:
+            raise CookieConflictError(f"there are {len(found)} cookies called {name!r}: give a domain and path")
+        return found[0]
 
-    def __setitem__(self, name: str, value: str) -> None:
+    def get(self, name: str, default: Any = None, domain: str | None = None,  # type: ignore[override]
+            path: str | None = None) -> Any:
+        try:
+            return self._find(name, domain, path).value
+        except KeyError:
+            return default
+
+    def __getitem__(self, name: str) -> str:
+        return self._find(name).value  # type: ignore[return-value]
+
+    def set(self, name: str, value: Any, **kwargs: Any) -> Cookie | None:
+        """Set a cookie (``create_cookie`` keywords); a value of None removes the name instead."""
+        if value is None:
+            remove_cookie_by_name(self, name, domain=kwargs.get("domain"), path=kwargs.get("path"))
+            return None
+        c = morsel_to_cookie(value) if isinstance(value, Morsel) else create_cookie(name, value, **kwargs)
+        self.set_cookie(c)
+        return c
+
+    def __setitem__(self, name: str, value: Any) -> None:
         self.set(name, value)
 
     def __delitem__(self, name: str) -> None:
-        keys = [k for k, c in list(self._cookies.items()) if c.name == name]
-        if not keys:
+        if name not in self:
             raise KeyError(name)
-        for k in keys:
-            del self._cookies[k]
+        remove_cookie_by_name(self, name)
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(dict.fromkeys(c.name for c in list(self._cookies.values())))
+    def keys(self) -> list[str]:  # type: ignore[override]
+        return [c.name for c in self._all()]
 
-    def __len__(self) -> int:
-        return len(self._cookies)
+    def values(self) -> list[str]:  # type: ignore[override]
+        return [c.value for c in self._all()]  # type: ignore[misc]
 
-    def __bool__(self) -> bool:
-        return bool(self._cookies)
+    def items(self) -> list[tuple[str, str]]:  # type: ignore[override]
+        return [(c.name, c.value) for c in self._all()]  # type: ignore[misc]
 
-    def __repr__(self) -> str:
-        return f"<RequestsCookieJar {list(self._cookies.values())!r}>"
+    def list_domains(self) -> list[str]:
+        return list(dict.fromkeys(c.domain for c in self._all()))
 
-    def set(self, name: str, value: str | None, domain: str = "", path: str = "/", secure: bool = False,
-            expires: float | None = None) -> Cookie | None:
-        if value is None:
-            for k in [k for k, c in list(self._cookies.items()) if c.name == name]:
-                del self._cookies[k]
-            return None
-        cookie = Cookie(name, str(value), domain.lstrip(".").lower(), path, secure, expires, host_only=False)
-        self.set_cookie(cookie)
-        return cookie
+    def list_paths(self) -> list[str]:
+        return list(dict.fromkeys(c.path for c in self._all()))
 
-    def set_cookie(self, cookie: Cookie) -> None:
-        key = (cookie.domain, cookie.path, cookie.name)
-        if cookie.expired(time.time()):
-            self._cookies.pop(key, None)
-        else:  # one dict store: atomic under the GIL, so sessions shared by threads stay consistent
-            self._cookies[key] = cookie
+    def multiple_domains(self) -> bool:
+        return len(self.list_domains()) > 1
 
     def get_dict(self, domain: str | None = None, path: str | None = None) -> dict[str, str]:
-        return {c.name: c.value for c in list(self._cookies.values())
-                if (domain is None or c.domain == domain) and (path is None or c.path == path)}
+        return {c.name: c.value for c in self._all()  # type: ignore[misc]
+                if domain in (None, c.domain) and path in (None, c.path)}
 
-    def update(self, other: Any = (), **kw: str) -> None:  # type: ignore[override]
-        if isinstance(other, RequestsCookieJar):
-            for c in list(other._cookies.values()):
-                self.set_cookie(c)
+    def update(self, other: Any = (), **kw: Any) -> None:  # type: ignore[override]
+        if isinstance(other, CookieJar):
+            merge_cookies(self, other)
         else:
-            super().update(other, **kw)
+            MutableMapping.update(self, other, **kw)
+
+    # --- storing: stricter than CookieJar's own ---
+    def _cookie_from_cookie_tuple(self, tup: Any, request: Any) -> Cookie | None:
+        # CookieJar deletes the stored cookie as soon as it parses an expired one, before the policy
+        # is asked, so any site could delete another site's domain cookies. Build it as a live cookie
+        # instead: extract_cookies then asks the policy, and set_cookie deletes.
+        name, value, standard, rest = tup
+        expires = standard.get("expires")
+        if expires is None or expires > self._now:
+            return super()._cookie_from_cookie_tuple(tup, request)  # type: ignore[misc]
+        live = {k: v for k, v in standard.items() if k != "expires"}
+        cookie = super()._cookie_from_cookie_tuple((name, value, live, rest), request)  # type: ignore[misc]
+        if cookie is not None:
+            cookie.expires, cookie.discard = expires, False
+        return cookie
+
+    def extract_cookies(self, response: Any, request: Any) -> None:
+        with self._cookies_lock:
+            for cookie in self.make_cookies(response, request):
+                if self._policy.set_ok(cookie, request) and not self._shadows_secure(cookie, request):
+                    self.set_cookie(cookie)
+
+    def _shadows_secure(self, cookie: Cookie, request: Any) -> bool:
+        """Leave Secure cookies alone: from plain http, no cookie may replace or delete a Secure cookie
+        of the same name whose domain and path it covers (as browsers do)."""
+        if request.type in getattr(self._policy, "secure_protocols", ("https", "wss")):
+            return False
+        new = cookie.domain.lstrip(".").lower()
+        for old in self._all():
+            if old.secure and old.name == cookie.name and old.path.startswith(cookie.path):
+                dom = old.domain.lstrip(".").lower()
+                if dom == new or dom.endswith("." + new) or new.endswith("." + dom):
+                    return True
+        return False
+
+    def set_cookie(self, cookie: Cookie) -> None:
+        """Store ``cookie``; an expired one deletes the cookie it names instead."""
+        if cookie.is_expired():
+            with self._cookies_lock:
+                try:
+                    self.clear(cookie.domain, cookie.path, cookie.name)
+                except KeyError:
+                    pass
+        else:
+            super().set_cookie(cookie)
+
+    def get_policy(self) -> Any:
+        return self._policy
 
     def copy(self) -> "RequestsCookieJar":
-        new = RequestsCookieJar()
-        new._cookies = dict(self._cookies)
+        new = RequestsCookieJar(self._policy)
+        new.update(self)
         return new
 
-    def clear(self, domain: str | None = None) -> None:  # type: ignore[override]
-        if domain is None:
-            self._cookies.clear()
-        else:
-            for k in [k for k in list(self._cookies) if k[0] == domain]:
-                del self._cookies[k]
+    # --- by URL (a convenience over the adapters) ---
+    def extract(self, set_cookie_values: list[str], url: str) -> None:
+        """Store the cookies of ``Set-Cookie`` values received from ``url``."""
+        if set_cookie_values:
+            self.extract_cookies(CookieResponse(set_cookie_values), CookieRequest(url))  # type: ignore[arg-type]
 
-    def cookies(self) -> list[Cookie]:
-        return list(self._cookies.values())
-
-    # --- HTTP side ---
-    def extract(self, set_cookie_values: list[str], url: str) -> list[Cookie]:
-        """Store the cookies of a response to ``url``; return the ones accepted."""
-        parts = urlsplit(url)
-        host = (parts.hostname or "").lower()
-        now = time.time()
-        accepted = []
-        for header in set_cookie_values:
-            c = parse_set_cookie(header, host, parts.path or "/", now)
-            if c is not None:
-                self.set_cookie(c)
-                accepted.append(c)
-        return accepted
-
-    def header_for(self, url: str, extra: Mapping[str, str] | None = None) -> str | None:
-        """The Cookie header value to send to ``url``, or None."""
-        pairs: dict[str, str] = {}
-        if self._cookies:
-            parts = urlsplit(url)
-            host = (parts.hostname or "").lower()
-            now = time.time()
-            matching = [c for c in list(self._cookies.values())
-                        if c.matches(host, parts.path or "/", parts.scheme == "https", now)]
-            matching.sort(key=lambda c: len(c.path), reverse=True)
-            for c in matching:
-                pairs.setdefault(c.name, c.value)
-        if extra:
-            pairs.update(extra)
-        if not pairs:
-            return None
-        return "; ".join(f"{k}={v}" for k, v in pairs.items())
-
-
-def cookiejar_from_dict(d: Mapping[str, str] | None) -> RequestsCookieJar:
-    jar = RequestsCookieJar()
-    if d:
-        for k, v in d.items():
-            jar.set(k, v)
-    return jar
+    def header_for(self, url: str) -> str | None:
+        """The Cookie header this jar sends to ``url``, or None."""
+        adapter = CookieRequest(url)
+        self.add_cookie_header(adapter)  # type: ignore[arg-type]
+        return adapter.new_headers.get("cookie")

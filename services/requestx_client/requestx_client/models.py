@@ -10,7 +10,7 @@ from http import HTTPStatus
 from typing import Any
 
 from . import exceptions as exc
-from .cookies import RequestsCookieJar
+from .cookies import RequestsCookieJar, extract_cookies_to_jar
 from .structures import CaseInsensitiveDict
 
 REDIRECT_STATI = frozenset((301, 302, 303, 307, 308))
@@ -147,9 +147,9 @@ class Response:
     def cookies(self) -> RequestsCookieJar:
         if self._cookies is None:
             jar = RequestsCookieJar()
-            values = self._native.header_all("set-cookie")
-            if values:
-                jar.extract(values, self.url)
+            if self._native is not None:  # judged against the URL of the request it answers
+                req = self.request or PreparedRequest("GET", self.url, CaseInsensitiveDict(), None)
+                extract_cookies_to_jar(jar, req, self)
             self._cookies = jar
         return self._cookies
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from . import exceptions as exc
 from ._prepare import DEFAULT_REDIRECT_LIMIT, ClientBase
+from .cookies import extract_cookies_to_jar
 from .metrics import sent
 from .models import REDIRECT_STATI, PreparedRequest, Response
 
@@ -23,8 +24,6 @@ class Session(ClientBase):
                          total_timeout=total_timeout, verify=verify, proxies=proxies, trust_env=trust_env,
                          max_redirects=max_redirects, pool_maxsize=pool_maxsize,
                          pool_idle_timeout=pool_idle_timeout, metrics=metrics)
-
-    _keep_cookies = True
 
     def __enter__(self) -> "Session":
         return self
@@ -61,12 +60,13 @@ class Session(ClientBase):
         resp = self._send(prep, opts, stream)
         if allow_redirects and resp.status_code in REDIRECT_STATI and resp.is_redirect:
             history: list[Response] = []
+            chain = self.redirect_cookies(cookies)
             while resp.is_redirect:
                 if len(history) >= self.max_redirects:
                     raise exc.TooManyRedirects(f"Exceeded {self.max_redirects} redirects.", response=resp)
                 _drain(resp)
                 history.append(resp)
-                prep = self.redirect_request(resp, prep, cookies)
+                prep = self.redirect_request(resp, prep, chain)
                 resp = self._send(prep, opts, stream)
                 resp.history = list(history)
         if hooks or self.hooks.get("response"):
@@ -95,7 +95,7 @@ class Session(ClientBase):
             rec.record(prep.method, prep.url, native.status, elapsed, native.timings)
         resp = Response(native, prep, elapsed)
         if native.has_set_cookie and self._keep_cookies:
-            self.cookies.extract(native.header_all("set-cookie"), resp.url)
+            extract_cookies_to_jar(self.cookies, prep, resp)
         return resp
 
     def get(self, url: Any, params: Any = None, **kwargs: Any) -> Response:

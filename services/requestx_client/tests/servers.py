@@ -95,6 +95,12 @@ class Handler(BaseHTTPRequestHandler):
                 hdrs = [("Set-Cookie", f"{k}=; Max-Age=0; Path=/") for k in q]
                 return self.send(200, b"{}", hdrs)
             return self.send_json({"cookie": self.headers.get("Cookie")})
+        if name == "set-cookie":  # /set-cookie?h=<Set-Cookie value>&h=...[&next=<url>]: raw headers, then a redirect
+            pairs = parse_qsl(parts.query)
+            hdrs = [("Set-Cookie", v) for k, v in pairs if k == "h"]
+            if "next" in q:
+                return self.send(302, b"", hdrs + [("Location", q["next"])])
+            return self.send_json({"cookie": self.headers.get("Cookie")}, headers=hdrs)
         if name in ("gzip", "deflate", "br", "zstd"):
             raw = json.dumps({"encoding": name, "data": "abc" * 1000}).encode()
             comp = {"gzip": gzip.compress, "deflate": zlib.compress, "br": brotli.compress,
