@@ -212,7 +212,8 @@ class ClientBase:
                  params: Any = None, timeout: Any = None, total_timeout: float | None = None,
                  verify: bool | str = True, proxies: Mapping[str, str] | None = None, trust_env: bool = True,
                  max_redirects: int = DEFAULT_REDIRECT_LIMIT, pool_maxsize: int = 32,
-                 pool_idle_timeout: float | None = 90.0, metrics: Any = None, _native: Any = None) -> None:
+                 pool_idle_timeout: float | None = 90.0, max_body_size: int | None = None,
+                 max_decoded_size: int | None = None, metrics: Any = None, _native: Any = None) -> None:
         from . import _native as native_mod
 
         self.headers = default_headers()
@@ -234,7 +235,8 @@ class ClientBase:
         self.cert = None
         self._env_bundle = (os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")) \
             if trust_env else None
-        self._pool_args = (trust_env, pool_maxsize, pool_idle_timeout)
+        # limits of plain-http responses (bytes as sent, and after decoding): None = none, as requests
+        self._pool_args = (trust_env, pool_maxsize, pool_idle_timeout, max_body_size, max_decoded_size)
         self._native = _native if _native is not None else native_mod.Client(*self._pool_args)
         self._recorder: Recorder | None = None
         if metrics is not None:

@@ -19,11 +19,13 @@ class Session(ClientBase):
     def __init__(self, *, headers: Any = None, cookies: Any = None, auth: Any = None, params: Any = None,
                  timeout: Any = None, total_timeout: float | None = None, verify: bool | str = True,
                  proxies: Any = None, trust_env: bool = True, max_redirects: int = DEFAULT_REDIRECT_LIMIT,
-                 pool_maxsize: int = 32, pool_idle_timeout: float | None = 90.0, metrics: Any = None) -> None:
+                 pool_maxsize: int = 32, pool_idle_timeout: float | None = 90.0, max_body_size: int | None = None,
+                 max_decoded_size: int | None = None, metrics: Any = None) -> None:
         super().__init__(headers=headers, cookies=cookies, auth=auth, params=params, timeout=timeout,
                          total_timeout=total_timeout, verify=verify, proxies=proxies, trust_env=trust_env,
                          max_redirects=max_redirects, pool_maxsize=pool_maxsize,
-                         pool_idle_timeout=pool_idle_timeout, metrics=metrics)
+                         pool_idle_timeout=pool_idle_timeout, max_body_size=max_body_size,
+                         max_decoded_size=max_decoded_size, metrics=metrics)
 
     def __enter__(self) -> "Session":
         return self
