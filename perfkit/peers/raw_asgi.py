@@ -1,5 +1,5 @@
 """The floor for ASGI frameworks: a raw ASGI app (a dict lookup, orjson or the precompiled Jinja2 page,
-two sends), no framework.
+two sends), no framework, and a WebSocket echo at /ws-echo.
 
     uvicorn raw_asgi:app --app-dir PEERS ...     granian --interface asgi --working-dir PEERS raw_asgi:app
 """
@@ -30,6 +30,9 @@ async def app(scope, receive, send):
             await send({"type": msg["type"] + ".complete"})
             if msg["type"] == "lifespan.shutdown":
                 return
+    if scope["type"] == "websocket":
+        await echo(scope, receive, send)
+        return
     if scope["type"] != "http":
         return
     route = ROUTES.get(scope["path"])
@@ -42,3 +45,20 @@ async def app(scope, receive, send):
     await send({"type": "http.response.start", "status": 200,
                 "headers": headers + [(b"content-length", b"%d" % len(body))]})
     await send({"type": "http.response.body", "body": body})
+
+
+async def echo(scope, receive, send):
+    """/ws-echo: every message sent back as it came (the server's WebSocket path, nothing else)."""
+    await receive()  # websocket.connect
+    if scope["path"] != "/ws-echo":
+        await send({"type": "websocket.close", "code": 1008})
+        return
+    await send({"type": "websocket.accept"})
+    while True:
+        msg = await receive()
+        if msg["type"] != "websocket.receive":
+            return
+        if msg.get("text") is not None:
+            await send({"type": "websocket.send", "text": msg["text"]})
+        else:
+            await send({"type": "websocket.send", "bytes": msg.get("bytes")})

@@ -1,5 +1,5 @@
 """The floor for RSGI: a raw RSGI app on granian (a dict lookup, orjson or the precompiled Jinja2 page,
-one ``response_bytes`` call), no framework.  aquilia_app is served through RSGI by default, so this is
+one ``response_bytes`` call), no framework, and a WebSocket echo at /ws-echo.  aquilia_app is served through RSGI by default, so this is
 its floor on the same server and interface; ``raw_asgi.py`` is the floor the ASGI frameworks share.
 
     granian --interface rsgi --working-dir PEERS raw_rsgi:app
@@ -25,9 +25,29 @@ ROUTES = {
 
 
 async def app(scope, proto):
+    if scope.proto == "ws":
+        await echo(scope, proto)
+        return
     route = ROUTES.get(scope.path)
     if route is None:
         proto.response_bytes(404, TEXT, b"not found")
         return
     headers, make = route
     proto.response_bytes(200, headers, make())
+
+
+async def echo(scope, proto):
+    """/ws-echo: every message sent back as it came (granian's own WebSocket path, nothing else)."""
+    if scope.path != "/ws-echo":
+        proto.close(404)
+        return
+    transport = await proto.accept()
+    while True:
+        msg = await transport.receive()
+        if msg.kind == 2:
+            await transport.send_str(msg.data)
+        elif msg.kind == 1:
+            await transport.send_bytes(msg.data)
+        else:  # the client closed
+            break
+    proto.close(1000)

@@ -44,12 +44,16 @@ def test_every_scenario_file_loads_and_validates():
     assert [w.name for w in aq.workloads_for("quick")] == ["json"]  # the quick suite stays short
     assert {"ping", "json", "json-large", "html", "stream", "items-post", "page", "ws-echo"} <= {
         w.name for w in aq.workloads_for("full")}
-    # the original and the floors serve the classic five only; everything else serves every workload
+    # the original serves the classic five only, the floors those and the WebSocket echo (each server's
+    # WebSocket floor); everything else serves every workload
     classic = {"json", "ping", "json-large", "html", "ping-c16"}
     for s in aq.systems:
-        limited = s.name == "aquilia" or s.role == "floor"
-        assert {w.name for w in aq.workloads if s.serves(w.name)} == (
-            classic if limited else {w.name for w in aq.workloads}), s.name
+        expected = {w.name for w in aq.workloads}
+        if s.name == "aquilia":
+            expected = classic
+        elif s.role == "floor":
+            expected = classic | {"ws-echo"}
+        assert {w.name for w in aq.workloads if s.serves(w.name)} == expected, s.name
     assert "nginx" in reg.get("aurora_app").member_names()
     assert [s.name for s in reg.get("aurora_app").systems if s.role == "floor"] == ["hyper"]
     assert reg.get("rpc_app").workloads[0].mode == "ws"

@@ -115,3 +115,64 @@ def test_release_gives_back_a_reader_once(tmp_path):
         return row, idle
 
     assert asyncio.run(main()) == ({"n": 3}, 1)
+
+
+def test_a_write_lock_held_elsewhere_is_waited_for_off_the_event_loop(tmp_path):
+    """Another process's write transaction: the batch waits for it in a thread while the loop keeps
+    running, then commits."""
+    import threading
+    import time
+
+    async def main():
+        pool = await _pool(tmp_path / "db")
+        other = sqlite3.connect(tmp_path / "db", check_same_thread=False, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # holds the write lock, as a second worker would
+        release = threading.Timer(0.4, lambda: other.execute("COMMIT"))
+        release.start()
+        ticks = 0
+
+        async def ticker():
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        tick_task = asyncio.create_task(ticker())
+        conn = await pool.acquire()
+        t0 = time.monotonic()
+        result = await conn.execute("INSERT INTO t (name) VALUES (?)", ("after the lock",))
+        waited = time.monotonic() - t0
+        tick_task.cancel()
+        release.join()
+        other.close()
+        pool.release(conn)
+        await pool.close()
+        return result, waited, ticks
+
+    (count, _), waited, ticks = asyncio.run(main())
+    assert count == 1 and waited >= 0.3
+    assert ticks >= 15  # the loop ran on while the write waited
+    assert _rows(tmp_path / "db") == ["after the lock"]
+
+
+@pytest.mark.parametrize("inline", [True, False])
+def test_the_wal_is_checkpointed_as_writes_go_on(tmp_path, inline):
+    path = tmp_path / "db"
+
+    async def main():
+        pool = await SQLitePool(str(path), 2, inline_writes=inline).open()
+        await pool.run("executescript", "CREATE TABLE big (id INTEGER PRIMARY KEY, data BLOB)")
+        conn = await pool.acquire()
+        blob = b"x" * 2000
+        wal = path.with_name(path.name + "-wal")
+        for _ in range(10):  # 10 rounds of 1,000 rows of 2 KB: 20 MB written in all
+            await asyncio.gather(*(conn.execute("INSERT INTO big (data) VALUES (?)", (blob,)) for _ in range(1000)))
+            await pool.writer.wait_idle()  # the round's checkpoint, if one started, is done
+        size = wal.stat().st_size  # before closing: the last connection to close checkpoints anyway
+        pool.release(conn)
+        await pool.close()
+        return size
+
+    assert asyncio.run(main()) < 12 << 20
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("SELECT COUNT(*) FROM big").fetchone()[0] == 10_000

@@ -2,7 +2,7 @@
 
 ``await pool.acquire()`` hands out a :class:`Connection` (an ``asyncio.Queue`` of idle connections);
 its reads run the sqlite3 call in the pool's own ``ThreadPoolExecutor`` so the event loop never
-blocks on disk.  WAL mode lets readers run beside a writer.  A caller waits at most
+waits for the disk or a lock.  WAL mode lets readers run beside a writer.  A caller waits at most
 ``acquire_timeout`` seconds for a connection, then gets :class:`PoolTimeout` (a 503 with
 ``Retry-After``), so a pool held by slow requests cannot leave others waiting forever.
 
@@ -10,13 +10,16 @@ Writes (``Connection.execute``) all go through one more connection, the pool's :
 with group commit: SQLite admits one writer at a time, and several connections writing at once
 only queue on its lock through the busy handler's sleeps (1 ms, 2 ms, 5 ms, ...).  The writer runs
 the writes that arrived while its previous batch ran in one transaction, one thread hop and one
-commit, and answers each caller only after that commit.  A statement that fails in a batch rolls
+commit, and answers each caller only after that commit.  Short writes run on the event loop
+thread by default, with everything that could make them wait sent to the executor (see _Writer);
+``SQLitePool(inline_writes=False)`` runs every write in the executor, for apps whose writes are long.  A statement that fails in a batch rolls
 the batch back; its statements are then run again one transaction each, so every caller gets the
 outcome its statement alone would have had.
 """
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +28,8 @@ from typing import Any
 from .exceptions import ServiceUnavailable
 
 __all__ = ["SQLitePool", "Connection", "PoolTimeout", "connect_wal", "prepare_database"]
+
+log = logging.getLogger("aquilia_app")
 
 BUSY_TIMEOUT_MS = 10_000
 _WAL_ATTEMPTS = 50  # x up to 0.1 s: bounded, then the error surfaces
@@ -152,16 +157,33 @@ class _Writer:
     """The pool's one writing connection, committing the writes that queue up in batches.
 
     Batches are started from the event loop only (``submit`` and the previous batch's completion),
-    so the queue needs no lock; the sqlite3 work runs in the pool's executor.
+    so the queue needs no lock.  With ``inline`` (the default) a batch runs on the event loop thread:
+    a short write in WAL mode (no fsync at commit with synchronous=NORMAL) costs less there than the
+    two thread hand-offs around it.  What could make it wait never runs there: the connection's busy
+    timeout is 0, so a write lock held by another process fails the batch at once and the batch is
+    run again in the executor, where it waits; a failing statement is sorted out there too; and the
+    automatic checkpoint (which copies pages and syncs the file) is off, replaced by a PASSIVE
+    checkpoint in the executor every CHECKPOINT_EVERY committed writes.  Without ``inline`` every
+    batch runs in the executor.
     """
 
-    def __init__(self, raw: sqlite3.Connection, executor: ThreadPoolExecutor):
+    CHECKPOINT_EVERY = 1000  # committed writes between checkpoints (SQLite's default: 1000 pages)
+
+    def __init__(self, raw: sqlite3.Connection, executor: ThreadPoolExecutor, path: str, inline: bool):
         raw.isolation_level = None  # transactions are this class's own BEGIN/COMMIT
+        if inline:
+            raw.execute("PRAGMA busy_timeout=0")
+            raw.execute("PRAGMA wal_autocheckpoint=0")
         self._raw = raw
         self._executor = executor
+        self._path = path
+        self._inline = inline
         self._queue: list[tuple[str, tuple, asyncio.Future]] = []
         self._running = False
         self._idle_waiters: list[asyncio.Future] = []
+        self._since_checkpoint = 0
+        self._checkpointer: sqlite3.Connection | None = None
+        self._checkpointing: asyncio.Future | None = None
 
     def submit(self, sql: str, params: tuple) -> asyncio.Future:
         loop = asyncio.get_running_loop()
@@ -174,15 +196,38 @@ class _Writer:
     def _start(self, loop: asyncio.AbstractEventLoop) -> None:
         batch, self._queue = self._queue, []
         self._running = True
-        done = loop.run_in_executor(self._executor, self._commit, [(sql, params) for sql, params, _ in batch])
+        statements = [(sql, params) for sql, params, _ in batch]
+        if self._inline:  # after the callbacks already due: the writes they make join this batch
+            loop.call_soon(self._run_inline, loop, batch, statements)
+        else:
+            self._run_in_thread(loop, batch, statements)
+
+    def _run_inline(self, loop, batch, statements) -> None:
+        try:
+            results = self._transaction(statements)
+        except Exception:  # locked by another process, or a statement failed: in a thread, which may wait
+            self._run_in_thread(loop, batch, statements)
+            return
+        self._since_checkpoint += len(statements)
+        if self._since_checkpoint >= self.CHECKPOINT_EVERY and self._checkpointing is None:
+            self._since_checkpoint = 0
+            self._checkpointing = loop.run_in_executor(self._executor, self._checkpoint)
+            self._checkpointing.add_done_callback(self._checkpointed)
+        self._deliver(loop, batch, [(True, r) for r in results])
+
+    def _run_in_thread(self, loop, batch, statements) -> None:
+        done = loop.run_in_executor(self._executor, self._commit_waiting, statements)
         done.add_done_callback(lambda f: self._finished(loop, batch, f))
 
     def _finished(self, loop, batch, done: asyncio.Future) -> None:
-        self._running = False
         if done.cancelled():  # the loop is closing: nothing can be answered any more
+            self._running = False
             return
         exc = done.exception()
-        outcomes = [(False, exc)] * len(batch) if exc is not None else done.result()
+        self._deliver(loop, batch, [(False, exc)] * len(batch) if exc is not None else done.result())
+
+    def _deliver(self, loop, batch, outcomes) -> None:
+        self._running = False
         for (_, _, fut), (ok, value) in zip(batch, outcomes):
             if not fut.done():  # a caller that stopped waiting (cancelled) is skipped
                 fut.set_result(value) if ok else fut.set_exception(value)
@@ -195,11 +240,36 @@ class _Writer:
         self._idle_waiters.clear()
 
     async def wait_idle(self) -> None:
-        """Return once every submitted write is answered (before the connection closes)."""
+        """Return once every submitted write is answered and no checkpoint runs (before closing)."""
         if self._running:
             waiter = asyncio.get_running_loop().create_future()
             self._idle_waiters.append(waiter)
             await waiter
+        if self._checkpointing is not None:
+            await asyncio.wait((self._checkpointing,))
+
+    def _checkpoint(self) -> None:
+        """In the executor, on a connection of its own: copy the WAL's pages that no reader needs into the
+        database file (PASSIVE: it never waits for readers or writers)."""
+        if self._checkpointer is None:
+            self._checkpointer = connect_wal(self._path)
+        self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+    def _checkpointed(self, done: asyncio.Future) -> None:
+        self._checkpointing = None
+        if not done.cancelled() and done.exception() is not None:
+            log.warning("WAL checkpoint failed: %s", done.exception())
+
+    def _commit_waiting(self, statements: list[tuple[str, tuple]]) -> list[tuple[bool, Any]]:
+        """In the executor: ``_commit``, waiting for another process's write lock as long as the busy
+        timeout allows (the inline connection's own timeout is 0)."""
+        if not self._inline:
+            return self._commit(statements)
+        self._raw.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        try:
+            return self._commit(statements)
+        finally:
+            self._raw.execute("PRAGMA busy_timeout=0")
 
     def _commit(self, statements: list[tuple[str, tuple]]) -> list[tuple[bool, Any]]:
         """In the executor: every statement in one transaction, or, if one fails, each in its own."""
@@ -233,10 +303,13 @@ class _Writer:
 
     def close(self) -> None:
         self._raw.close()
+        if self._checkpointer is not None:
+            self._checkpointer.close()
 
 
 class SQLitePool:
-    def __init__(self, path: str, size: int = 4, acquire_timeout: float = DEFAULT_ACQUIRE_TIMEOUT):
+    def __init__(self, path: str, size: int = 4, acquire_timeout: float = DEFAULT_ACQUIRE_TIMEOUT,
+                 inline_writes: bool = True):
         if size < 1:
             raise ValueError("pool size must be >= 1")
         if not acquire_timeout > 0:
@@ -244,6 +317,7 @@ class SQLitePool:
         self.path = path
         self.size = size
         self.acquire_timeout = acquire_timeout
+        self.inline_writes = inline_writes  # short writes on the loop thread (see _Writer); False: long writes
         self._executor = ThreadPoolExecutor(max_workers=size + 1, thread_name_prefix="sqlite")  # + the writer
         self._idle: asyncio.Queue | None = None
         self._all: list[sqlite3.Connection] = []
@@ -260,7 +334,8 @@ class SQLitePool:
             raw = await loop.run_in_executor(self._executor, connect)
             self._all.append(raw)
             self._idle.put_nowait(raw)
-        self.writer = _Writer(await loop.run_in_executor(self._executor, connect), self._executor)
+        self.writer = _Writer(await loop.run_in_executor(self._executor, connect), self._executor, self.path,
+                              self.inline_writes)
         return self
 
     async def acquire(self) -> Connection:

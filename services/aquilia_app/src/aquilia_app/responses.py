@@ -339,7 +339,7 @@ class StreamingResponse(PerRequestResponse):
 
     async def chunks(self):
         """The body chunks as bytes (``str`` chunks encoded); the iterable is closed at the end, also
-        when the server stops early (client gone)."""
+        when the consumer stops early (client gone)."""
         it = self.iterable
         try:
             if hasattr(it, "__aiter__"):
@@ -349,30 +349,39 @@ class StreamingResponse(PerRequestResponse):
                 for chunk in it:
                     yield chunk.encode() if isinstance(chunk, str) else chunk
         finally:
-            aclose = getattr(it, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await _close(it)
+
+    async def _pump(self, write) -> None:
+        """``await write(chunk)`` for every chunk, straight from the iterable (no generator in between:
+        this is the per-chunk path of every stream), then close the iterable, also when ``write``
+        raises because the client left."""
+        it = self.iterable
+        try:
+            if hasattr(it, "__aiter__"):
+                async for chunk in it:
+                    await write(chunk.encode() if isinstance(chunk, str) else chunk)
+            else:
+                for chunk in it:
+                    await write(chunk.encode() if isinstance(chunk, str) else chunk)
+        finally:
+            await _close(it)
 
     async def __call__(self, scope, receive, send) -> None:
         await send({"type": "http.response.start", "status": self.status, "headers": self.raw_headers})
-        chunks = self.chunks()
-        try:
-            async for chunk in chunks:
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        finally:
-            await chunks.aclose()
+        await self._pump(lambda chunk: send({"type": "http.response.body", "body": chunk, "more_body": True}))
         await send({"type": "http.response.body", "body": b""})
 
     async def send_rsgi(self, proto) -> None:
         """Through RSGI's stream transport (chunked encoding); a client that left makes the transport
         raise (granian's ``RSGIProtocolClosed``), which ends the iteration and closes the iterable."""
         transport = proto.response_stream(self.status, self.rsgi_headers())
-        chunks = self.chunks()
-        try:
-            async for chunk in chunks:
-                await transport.send_bytes(chunk)
-        finally:
-            await chunks.aclose()
+        await self._pump(transport.send_bytes)
+
+
+async def _close(iterable) -> None:
+    aclose = getattr(iterable, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 def problem(status: int, title: str, detail: str | None = None, *, errors: list | None = None,
