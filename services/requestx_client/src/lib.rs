@@ -283,15 +283,21 @@ struct Key {
     proxies: Option<Vec<(String, String)>>,
 }
 
+/// reqwest clients (each with its pool) kept at once; the least recently used is dropped past this, so a
+/// caller whose timeouts differ on every call (`timeout=deadline - now()`) cannot pile up pools and sockets.
+const MAX_CLIENTS: usize = 8;
+
 struct Inner {
-    clients: Mutex<HashMap<Key, reqwest::Client>>,
+    /// one client per setting, with the tick of its last use
+    clients: Mutex<HashMap<Key, (reqwest::Client, u64)>>,
+    ticks: std::sync::atomic::AtomicU64,
     trust_env: bool,
     pool_max_idle_per_host: usize,
     pool_idle_timeout: Option<Duration>,
     /// blocking connections of the direct path (plain http, no proxy)
     direct: direct::Pool,
-    /// settings served by the direct path so far (counted by `pool_count` like reqwest pools)
-    direct_keys: Mutex<Vec<Key>>,
+    /// the direct path has been used (its pool counts in `pool_count`)
+    direct_used: std::sync::atomic::AtomicBool,
     /// an HTTP(S)_PROXY/ALL_PROXY variable applies to plain-http requests: no direct path
     env_proxy_http: bool,
     /// the last URL of the direct path, parsed: a session usually calls the same URL again
@@ -300,12 +306,20 @@ struct Inner {
 
 impl Inner {
     fn client_for(&self, key: &Key) -> Result<reqwest::Client, Failure> {
+        let tick = self.ticks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut map = self.clients.lock().unwrap();
-        if let Some(c) = map.get(key) {
+        if let Some((c, used)) = map.get_mut(key) {
+            *used = tick;
             return Ok(c.clone());
         }
         let client = self.build(key)?;
-        map.insert(key.clone(), client.clone());
+        if map.len() >= MAX_CLIENTS {
+            // dropping the client closes its idle connections (requests in flight keep theirs)
+            if let Some(oldest) = map.iter().min_by_key(|(_, (_, used))| *used).map(|(k, _)| k.clone()) {
+                map.remove(&oldest);
+            }
+        }
+        map.insert(key.clone(), (client.clone(), tick));
         Ok(client)
     }
 
@@ -800,11 +814,12 @@ impl Client {
         Ok(Client {
             inner: Arc::new(Inner {
                 clients: Mutex::new(HashMap::new()),
+                ticks: std::sync::atomic::AtomicU64::new(0),
                 trust_env,
                 pool_max_idle_per_host: pool_maxsize,
                 pool_idle_timeout: idle,
                 direct: direct::Pool::new(pool_maxsize, idle, limits),
-                direct_keys: Mutex::new(Vec::new()),
+                direct_used: std::sync::atomic::AtomicBool::new(false),
                 last_url: Mutex::new(None),
                 env_proxy_http: trust_env
                     && ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]
@@ -819,11 +834,11 @@ impl Client {
         Client { inner: self.inner.clone() }
     }
 
-    /// Number of distinct connection pools built so far (one per timeout/verify/proxy setting).
+    /// Connection settings in use: one per kept reqwest client (at most MAX_CLIENTS); the direct path's
+    /// pool, which serves every setting, counts as one when no reqwest client exists.
     fn pool_count(&self) -> usize {
-        let clients = self.inner.clients.lock().unwrap();
-        let direct = self.inner.direct_keys.lock().unwrap();
-        clients.len() + direct.iter().filter(|k| !clients.contains_key(*k)).count()
+        let clients = self.inner.clients.lock().unwrap().len();
+        clients.max(usize::from(self.inner.direct_used.load(std::sync::atomic::Ordering::Relaxed)))
     }
 
     /// Idle connections kept by the direct (plain-http, blocking) path: for tests.
@@ -1084,12 +1099,9 @@ impl Client {
             .map_err(|_| PyValueError::new_err(format!("invalid HTTP method {method:?}")))?;
         let connect_ms = secs_to_ms(connect_timeout, "connect")?;
         let read_ms = secs_to_ms(read_timeout, "read")?;
-        {
-            let mut keys = self.inner.direct_keys.lock().unwrap();
-            if !keys.iter().any(|k| k.connect_ms == connect_ms && k.read_ms == read_ms) {
-                let verify = parse_verify(verify)?;
-                keys.push(Key { blocking: false, connect_ms, read_ms, verify, proxies: None });
-            }
+        parse_verify(verify)?; // checked as on every path (plain http does not use it)
+        if !self.inner.direct_used.load(std::sync::atomic::Ordering::Relaxed) {
+            self.inner.direct_used.store(true, std::sync::atomic::Ordering::Relaxed);
         }
         let cached = match &*self.inner.last_url.lock().unwrap() {
             Some((s, u, t)) if s == url => Some((u.clone(), t.clone())),

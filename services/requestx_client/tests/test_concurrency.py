@@ -3,6 +3,7 @@ read in bounded memory."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -79,6 +80,23 @@ def test_many_requests_no_leak(server):
     for _ in range(2000):
         assert s.get(server.url + "/big?size=2000").content == b"x" * 2000
     assert _rss_kib() - before < 8 * 1024
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_a_new_timeout_on_every_call_does_not_pile_up_pools(server, tls_server, ca_file):
+    """``timeout=deadline - now()`` differs on every call: the pools (and their sockets) stay bounded."""
+    with requests.Session() as s:
+        s.get(server.url + "/echo", stream=True, timeout=5).close()
+        before = _open_fds()
+        for i in range(200):
+            with s.get(server.url + "/echo", stream=True, timeout=5 + i / 1000) as r:
+                assert r.json()["method"] == "GET"
+            s.get(tls_server.url + "/echo", verify=ca_file, timeout=(4 + i / 1000, 5)).close()
+        assert s._native.pool_count() <= 8
+        assert _open_fds() - before <= 20
 
 
 def test_threads_setting_cookies_on_one_session(server):
