@@ -3,6 +3,7 @@ the tests must see exactly the bytes on the wire)."""
 import socket
 import subprocess
 import time
+import os
 import re
 import signal
 
@@ -29,9 +30,11 @@ class Server:
         return self.proc.returncode
 
 
-def start_server(binary: str, *flags: str) -> Server:
+def start_server(binary: str, *flags: str, env: dict | None = None) -> Server:
+    """Start the server on an ephemeral port; ``env``: variables added to this process's environment."""
     proc = subprocess.Popen([binary, "--host", "127.0.0.1", "--port", "0", *flags],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=None if env is None else {**os.environ, **env})
     line = proc.stdout.readline()
     m = re.match(r"listening on ([\d.]+):(\d+)", line)
     if not m:
