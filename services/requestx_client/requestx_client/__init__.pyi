@@ -2,9 +2,13 @@
 
 from typing import Any
 
-from . import exceptions as exceptions
+from . import exceptions as exceptions, utils as utils
+from .adapters import HTTPAdapter as HTTPAdapter
 from .async_client import AsyncClient as AsyncClient
-from .auth import AuthBase as AuthBase, HTTPBasicAuth as HTTPBasicAuth, HTTPBearerAuth as HTTPBearerAuth
+from .auth import (
+    AuthBase as AuthBase, HTTPBasicAuth as HTTPBasicAuth, HTTPBearerAuth as HTTPBearerAuth,
+    HTTPDigestAuth as HTTPDigestAuth, HTTPProxyAuth as HTTPProxyAuth,
+)
 from .cookies import RequestsCookieJar as RequestsCookieJar
 from .exceptions import (
     ChunkedEncodingError as ChunkedEncodingError, ConnectionError as ConnectionError,
@@ -13,10 +17,13 @@ from .exceptions import (
     InvalidURL as InvalidURL, JSONDecodeError as JSONDecodeError, MissingSchema as MissingSchema,
     ProxyError as ProxyError, ReadTimeout as ReadTimeout, RequestException as RequestException,
     SSLError as SSLError, StreamConsumedError as StreamConsumedError, Timeout as Timeout,
-    TooManyRedirects as TooManyRedirects, URLRequired as URLRequired,
+    TooManyRedirects as TooManyRedirects, URLRequired as URLRequired, InvalidProxyURL as InvalidProxyURL,
+    RetryError as RetryError, UnrewindableBodyError as UnrewindableBodyError, RequestsWarning as RequestsWarning,
+    FileModeWarning as FileModeWarning, RequestsDependencyWarning as RequestsDependencyWarning,
 )
-from .models import PreparedRequest as PreparedRequest, Response as Response
+from .models import PreparedRequest as PreparedRequest, Request as Request, Response as Response
 from .sessions import Session as Session, session as session
+from .status_codes import codes as codes
 from .structures import CaseInsensitiveDict as CaseInsensitiveDict
 
 __version__: str

@@ -1,43 +1,27 @@
-"""Request preparation shared by ``Session`` and ``AsyncClient``: URL + params, headers, body
-(data/json/files), auth, cookies, timeouts, TLS verification and proxies, redirect targets."""
+"""What ``Session`` and ``AsyncClient`` share: their settings, ``prepare_request`` (a ``Request`` plus
+the client's headers, params, auth, cookies and hooks), native send options, and the request a
+redirect leads to."""
 
 from __future__ import annotations
 
-import mimetypes
 import os
-import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from http.cookiejar import CookieJar
 from typing import Any
-from urllib.parse import unquote, urlencode, urljoin, urlsplit, urlunsplit
+from urllib.parse import urlencode, urljoin, urlsplit, urlunsplit
 
-from . import __version__
-from . import exceptions as exc
-from .auth import HTTPBasicAuth
-from .metrics import Recorder, client_metrics
+from ._body import _pairs
+from ._request import PreparedRequest, Request, merge_hooks, merge_setting
+from .adapters import proxy_list, split_timeout
 from .cookies import RequestsCookieJar, cookiejar_from_dict, extract_cookies_to_jar, get_cookie_header, merge_cookies
-from .models import PreparedRequest, Response
+from .metrics import Recorder, client_metrics
+from .models import Response
 from .structures import CaseInsensitiveDict
+from .utils import default_headers, default_user_agent, get_netrc_auth
 
-try:  # orjson serialises json= bodies faster when present
-    import orjson as _orjson
-
-    def _dumps(obj: Any) -> bytes:
-        try:
-            return _orjson.dumps(obj)
-        except TypeError as e:
-            raise exc.InvalidJSONError(str(e)) from e
-except ImportError:  # pragma: no cover - orjson is optional
-    import json as _stdjson
-
-    def _dumps(obj: Any) -> bytes:
-        try:
-            return _stdjson.dumps(obj, separators=(",", ":"), allow_nan=False).encode("utf-8")
-        except (TypeError, ValueError) as e:
-            raise exc.InvalidJSONError(str(e)) from e
+__all__ = ["DEFAULT_REDIRECT_LIMIT", "ClientBase", "default_headers", "default_user_agent", "split_timeout"]
 
 DEFAULT_REDIRECT_LIMIT = 30
-_PROXY_KEYS = ("http", "https", "all")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -48,159 +32,17 @@ def _origin(url: str) -> tuple[str, str | None, int | None]:
     return scheme, parts.hostname, parts.port or _DEFAULT_PORTS.get(scheme)
 
 
-def default_user_agent() -> str:
-    return f"python-requestx-client/{__version__}"
-
-
-def default_headers() -> CaseInsensitiveDict:
-    return CaseInsensitiveDict({
-        "User-Agent": default_user_agent(),
-        "Accept-Encoding": "gzip, deflate, br, zstd",
-        "Accept": "*/*",
-        "Connection": "keep-alive",
-    })
-
-
-def _pairs(data: Any) -> list[tuple[Any, Any]]:
-    if data is None:
-        return []
-    if isinstance(data, Mapping):
-        items: Iterable[Any] = data.items()
-    else:
-        items = data
-    out: list[tuple[Any, Any]] = []
-    for k, v in items:
-        if v is None:
-            continue
-        if isinstance(v, (list, tuple)):
-            out.extend((k, x) for x in v if x is not None)
-        else:
-            out.append((k, v))
-    return out
-
-
-def _to_bytes(v: Any) -> bytes:
-    if isinstance(v, bytes):
-        return v
-    if isinstance(v, str):
-        return v.encode("utf-8")
-    if isinstance(v, (bytearray, memoryview)):
-        return bytes(v)
-    return str(v).encode("utf-8")
-
-
-def _quote_field(name: str) -> str:
-    return name.replace("\\", "\\\\").replace('"', "%22").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def encode_multipart(data: Any, files: Any) -> tuple[bytes, str]:
-    """multipart/form-data body for ``files=`` (plus the ``data=`` fields); returns (body, content type)."""
-    boundary = uuid.uuid4().hex
-    sep = b"--" + boundary.encode("ascii") + b"\r\n"
-    out: list[bytes] = []
-    if data is not None and not isinstance(data, (str, bytes)):
-        for name, value in _pairs(data):
-            out.append(sep)
-            out.append(f'Content-Disposition: form-data; name="{_quote_field(str(name))}"\r\n\r\n'.encode())
-            out.append(_to_bytes(value))
-            out.append(b"\r\n")
-    for name, spec in (files.items() if isinstance(files, Mapping) else files):
-        ctype = None
-        extra: Mapping[str, str] = {}
-        if isinstance(spec, (tuple, list)):
-            if len(spec) == 2:
-                fname, fobj = spec
-            elif len(spec) == 3:
-                fname, fobj, ctype = spec
-            elif len(spec) == 4:
-                fname, fobj, ctype, extra = spec
-            else:
-                raise ValueError("a files= entry must be a file or a (filename, file[, content_type[, headers]]) tuple")
-        else:
-            fobj = spec
-            fname = os.path.basename(getattr(spec, "name", "") or "") or str(name)
-        if fobj is None:
-            continue
-        if isinstance(fobj, (bytes, bytearray, memoryview, str)):
-            content = _to_bytes(fobj)
-        elif hasattr(fobj, "read"):
-            content = _to_bytes(fobj.read())
-        else:
-            raise ValueError(f"cannot read the content of files[{name!r}]")
-        disp = f'Content-Disposition: form-data; name="{_quote_field(str(name))}"'
-        if fname is not None:
-            disp += f'; filename="{_quote_field(str(fname))}"'
-        out.append(sep)
-        out.append(disp.encode() + b"\r\n")
-        if ctype:
-            out.append(f"Content-Type: {ctype}\r\n".encode())
-        for hk, hv in extra.items():
-            out.append(f"{hk}: {hv}\r\n".encode())
-        out.append(b"\r\n")
-        out.append(content)
-        out.append(b"\r\n")
-    out.append(b"--" + boundary.encode("ascii") + b"--\r\n")
-    return b"".join(out), f"multipart/form-data; boundary={boundary}"
-
-
-def guess_type(name: str) -> str | None:
-    return mimetypes.guess_type(name)[0]
-
-
-def encode_body(data: Any, files: Any, json: Any) -> tuple[bytes | None, str | None]:
-    """(body, content type) for data=/json=/files= as requests does."""
-    if files:
-        return encode_multipart(data, files)
-    if data is not None and not (isinstance(data, (dict, list, tuple)) and not data):
-        if isinstance(data, bytes):
-            return data, None
-        if isinstance(data, str):
-            return data.encode("utf-8"), None
-        if isinstance(data, (bytearray, memoryview)):
-            return bytes(data), None
-        if hasattr(data, "read"):
-            return _to_bytes(data.read()), None
-        if isinstance(data, (Mapping, list, tuple)):
-            return urlencode([(k, v) for k, v in _pairs(data)], doseq=False).encode("ascii"), \
-                "application/x-www-form-urlencoded"
-        if isinstance(data, Iterable):  # generator of chunks: sent as one body
-            return b"".join(_to_bytes(c) for c in data), None
-        raise ValueError(f"cannot send data of type {type(data).__name__}")
-    if json is not None:
-        return _dumps(json), "application/json"
-    return None, None
-
-
-def add_params(url: str, *param_sets: Any) -> str:
-    extra: list[str] = []
-    for params in param_sets:
-        if not params:
-            continue
-        if isinstance(params, (str, bytes)):
-            extra.append(params.decode("ascii") if isinstance(params, bytes) else params)
-        else:
-            extra.append(urlencode(_pairs(params), doseq=False))
-    extra = [e for e in extra if e]
-    if not extra:
-        return url
-    parts = urlsplit(url)
-    query = "&".join(([parts.query] if parts.query else []) + extra)
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
-
-
-def split_timeout(timeout: Any, total: float | None) -> tuple[float | None, float | None, float | None]:
-    """(connect, read, total) from ``timeout=`` (a number, (connect, read) or (connect, read, total))."""
-    if timeout is None:
-        return None, None, total
-    if isinstance(timeout, tuple):
-        if len(timeout) == 2:
-            return timeout[0], timeout[1], total
-        if len(timeout) == 3:
-            return timeout[0], timeout[1], timeout[2] if total is None else total
-        raise ValueError(f"timeout must be a number, a (connect, read) tuple or (connect, read, total): {timeout!r}")
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise ValueError(f"timeout must be a number, a (connect, read) tuple or (connect, read, total): {timeout!r}")
-    return timeout, timeout, total
+def _merge_params(request_params: Any, session_params: Any) -> Any:
+    """Session params, then the request's: two mappings are merged (request wins, None removes a key);
+    otherwise (strings, lists of pairs) both are kept, joined in the query."""
+    if not session_params:
+        return request_params
+    if not request_params:
+        return session_params
+    if isinstance(session_params, Mapping) and isinstance(request_params, Mapping):
+        return merge_setting(request_params, session_params)
+    return "&".join(p if isinstance(p, str) else p.decode("ascii") if isinstance(p, bytes)
+                    else urlencode(_pairs(p)) for p in (session_params, request_params))
 
 
 class ClientBase:
@@ -213,9 +55,7 @@ class ClientBase:
                  verify: bool | str = True, proxies: Mapping[str, str] | None = None, trust_env: bool = True,
                  max_redirects: int = DEFAULT_REDIRECT_LIMIT, pool_maxsize: int = 32,
                  pool_idle_timeout: float | None = 90.0, max_body_size: int | None = None,
-                 max_decoded_size: int | None = None, metrics: Any = None, _native: Any = None) -> None:
-        from . import _native as native_mod
-
+                 max_decoded_size: int | None = None, metrics: Any = None) -> None:
         self.headers = default_headers()
         if headers:
             self.headers.update(headers)
@@ -237,7 +77,6 @@ class ClientBase:
             if trust_env else None
         # limits of plain-http responses (bytes as sent, and after decoding): None = none, as requests
         self._pool_args = (trust_env, pool_maxsize, pool_idle_timeout, max_body_size, max_decoded_size)
-        self._native = _native if _native is not None else native_mod.Client(*self._pool_args)
         self._recorder: Recorder | None = None
         if metrics is not None:
             self.metrics = metrics
@@ -255,72 +94,58 @@ class ClientBase:
         client = client_metrics(value)
         self._recorder = None if client is None else Recorder(client)
 
-    def _drop_pools(self) -> None:
-        """Let go of this client's connection pools (idle connections close once no clone uses them)."""
+    def _new_native(self) -> Any:
+        """A native client (its own connection pools) with this client's pool settings."""
         from . import _native as native_mod
 
-        self._native = native_mod.Client(*self._pool_args)
+        return native_mod.Client(*self._pool_args)
 
     # --- preparation ---
+    def prepare_request(self, request: Request) -> PreparedRequest:
+        """``request`` prepared with this client's settings merged in: headers (a None value removes a
+        header), params, auth (else ``.netrc`` when ``trust_env``), cookies (the client's jar plus the
+        request's) and hooks (the request's replace the client's for the same event)."""
+        own = request.cookies or None
+        if own is not None and not isinstance(own, CookieJar):
+            own = cookiejar_from_dict(own)
+        jar = merge_cookies(self.cookies.copy(), own) if own is not None else self.cookies
+        url = request.url
+        auth = request.auth
+        if not auth and self.auth is None and self.trust_env and url.__class__ is str and "@" not in url:
+            auth = get_netrc_auth(url)
+        rh = request.headers
+        if rh:
+            headers = self.headers.copy()
+            for k, v in rh.items():
+                if v is None:
+                    headers.pop(k, None)
+                else:
+                    headers[k] = v
+        else:
+            headers = self.headers
+        if auth is None:
+            auth = self.auth
+        params = request.params
+        if self.params:
+            params = _merge_params(params, self.params)
+        hooks = request.hooks
+        if self.hooks.get("response"):
+            hooks = merge_hooks(hooks, self.hooks)
+        p = PreparedRequest()
+        # positional, in prepare()'s order (method, url, headers, files, data, params, auth, cookies, hooks, json)
+        p.prepare(request.method, url, headers, request.files, request.data, params, auth, jar, hooks, request.json)
+        p._own_cookies = own
+        return p
+
     def prepare(self, method: str, url: Any, params: Any = None, data: Any = None,
                 headers: Mapping[str, Any] | None = None, cookies: Any = None, files: Any = None,
                 auth: Any = None, json: Any = None) -> PreparedRequest:
-        if not isinstance(url, str):
-            if isinstance(url, bytes):
-                url = url.decode("utf-8")
-            elif url is None:
-                raise exc.URLRequired("a URL is required")
-            else:
-                url = str(url)
-        url = url.strip()
-        if self.params or params:
-            url = add_params(url, self.params, params)
-        merged = self.headers.copy()
-        if headers:
-            for k, v in headers.items():
-                if v is None:
-                    merged.pop(k, None)
-                else:
-                    merged[k] = v
-        method = method.upper()
-        if data is None and json is None and files is None:
-            body = None
-            if method in ("POST", "PUT", "PATCH"):
-                merged["Content-Length"] = "0"
-        else:
-            body, ctype = encode_body(data, files, json)
-            if ctype is not None and "content-type" not in merged:
-                merged["Content-Type"] = ctype
-            if body is None and method in ("POST", "PUT", "PATCH"):
-                merged["Content-Length"] = "0"
-        prep = PreparedRequest(method, url, merged, body)
-        if cookies or self.cookies:  # an explicit Cookie header wins (the jar leaves it alone)
-            cookie_header = get_cookie_header(self._request_jar(cookies), prep)
-            if cookie_header:
-                merged["Cookie"] = cookie_header
-        if auth is None:
-            auth = self.auth
-        if auth is None and "@" in url:
-            parts = urlsplit(url)
-            if parts.username is not None:
-                auth = (unquote(parts.username), unquote(parts.password or ""))
-                host = parts.netloc.rpartition("@")[2]
-                prep.url = urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
-        if auth is not None:
-            if isinstance(auth, (tuple, list)) and len(auth) == 2:
-                auth = HTTPBasicAuth(*auth)
-            if not callable(auth):
-                raise TypeError("auth must be a (user, password) tuple or a callable like HTTPBasicAuth")
-            prep = auth(prep) or prep
-        return prep
-
-    def _plain_options(self) -> bool:
-        """Whether the session's own settings give the default native options (no timeout, verify=True,
-        no proxies, no client certificate): then they are (None, None, total, bundle or True, None)."""
-        return self.timeout is None and self.verify is True and not self.proxies and self.cert is None
+        """``prepare_request(Request(method, url, ...))`` in one call."""
+        return self.prepare_request(Request(method, url, headers, files, data, params, auth, cookies, None, json))
 
     def native_options(self, timeout: Any, verify: Any, proxies: Any, cert: Any = None) -> tuple[Any, ...]:
-        """(connect, read, total, verify, proxies) arguments of the native call."""
+        """(connect, read, total, verify, proxies) arguments of the native call, with this client's
+        settings where the request gives none."""
         if cert is not None or self.cert is not None:
             raise NotImplementedError("client certificates (cert=) are not supported")
         connect, read, total = split_timeout(timeout if timeout is not None else self.timeout, self.total_timeout)
@@ -331,24 +156,19 @@ class ClientBase:
             v = os.fspath(v)
         plist = None
         if self.proxies or proxies:
-            merged = dict(self.proxies)
-            if proxies:
-                merged.update(proxies)
-            plist = sorted((k, u) for k, u in merged.items() if k in _PROXY_KEYS and u) or None
+            plist = proxy_list({**self.proxies, **(proxies or {})})
         return connect, read, total, v, plist
 
-    def header_list(self, prep: PreparedRequest) -> list[tuple[str, Any]]:
-        return [(k, v) for k, v in prep.headers.items()]
-
+    # --- redirects ---
     def _request_jar(self, cookies: Any) -> CookieJar:
-        """The client's jar, or a copy with the request's own ``cookies=`` added (both are sent, as in requests)."""
+        """The client's jar, or a copy with ``cookies`` added (both are sent, as in requests)."""
         if not cookies:
             return self.cookies
         own = cookies if isinstance(cookies, CookieJar) else cookiejar_from_dict(cookies)
         return merge_cookies(self.cookies.copy(), own)
 
     def redirect_cookies(self, cookies: Any) -> RequestsCookieJar:
-        """The jar a redirect chain carries to ``redirect_request``: the request's ``cookies=``, plus, for a
+        """The jar a redirect chain carries to ``redirect_request``: the request's own cookies, plus, for a
         client that keeps no cookies, those each hop sets (they still reach the next hops, as in requests)."""
         jar = RequestsCookieJar()
         merge_cookies(jar, cookies)
@@ -366,9 +186,19 @@ class ClientBase:
             return True
         return old != new and (old[0], old[2], new[0], new[2]) != ("http", 80, "https", 443)
 
+    def get_redirect_target(self, resp: Response) -> str | None:
+        """The Location of a redirect response, or None if ``resp`` is not a redirect."""
+        return resp.headers.get("location") if resp.is_redirect else None
+
+    def rebuild_method(self, prep: PreparedRequest, resp: Response) -> None:
+        """303 (and 302, except for HEAD) turn the method into GET, and 301 turns POST into GET, as browsers do."""
+        code, method = resp.status_code, prep.method
+        if (code in (302, 303) and method != "HEAD") or (code == 301 and method == "POST"):
+            prep.method = "GET"
+
     def redirect_request(self, resp: Response, prep: PreparedRequest, cookies: Any) -> PreparedRequest:
         """The request to send for a redirect response (method, body and headers rewritten as requests does).
-        ``cookies`` is the chain's jar from ``redirect_cookies`` (or the request's ``cookies=``)."""
+        ``cookies`` is the chain's jar from ``redirect_cookies``."""
         location = resp._native.header("location")
         if location.startswith("//"):
             location = urlsplit(resp.url).scheme + ":" + location
@@ -376,33 +206,25 @@ class ClientBase:
         old_parts, new_parts = urlsplit(prep.url), urlsplit(new_url)
         if new_parts.fragment == "" and old_parts.fragment:
             new_url = urlunsplit(new_parts._replace(fragment=old_parts.fragment))
-        method = prep.method
-        code = resp.status_code
-        if (code in (302, 303) and method != "HEAD") or (code == 301 and method == "POST"):
-            method = "GET"
-        headers = prep.headers.copy()
-        body = prep.body
-        if code not in (307, 308):
+        new = PreparedRequest()
+        new.method, new.url, new.body, new.hooks = prep.method, new_url, prep.body, prep.hooks
+        headers = new.headers = prep.headers.copy() if prep.headers is not None else CaseInsensitiveDict()
+        self.rebuild_method(new, resp)
+        if resp.status_code not in (307, 308):
             for h in ("Content-Length", "Content-Type", "Transfer-Encoding"):
                 headers.pop(h, None)
-            body = None
+            new.body = None
         headers.pop("Cookie", None)
         if "Authorization" in headers and self.should_strip_auth(prep.url, new_url):
             del headers["Authorization"]
+            netrc_auth = get_netrc_auth(new_url) if self.trust_env else None
+            if netrc_auth is not None:
+                new.prepare_auth(netrc_auth)
         if isinstance(cookies, CookieJar) and not self._keep_cookies:
             extract_cookies_to_jar(cookies, prep, resp)
-        new = PreparedRequest(method, new_url, headers, body)
-        cookie_header = get_cookie_header(self._request_jar(cookies), new)
+        new._own_cookies = cookies
+        new._cookies = self._request_jar(cookies)
+        cookie_header = get_cookie_header(new._cookies, new)
         if cookie_header:
             headers["Cookie"] = cookie_header
         return new
-
-    def run_hooks(self, hooks: Any, resp: Response, **kwargs: Any) -> Response:
-        for group in (self.hooks.get("response") or (), (hooks or {}).get("response") or ()):
-            if callable(group):
-                group = (group,)
-            for hook in group:
-                new = hook(resp, **kwargs)
-                if new is not None:
-                    resp = new
-        return resp

@@ -13,9 +13,11 @@ from typing import Any
 from . import _native
 from . import exceptions as exc
 from ._prepare import DEFAULT_REDIRECT_LIMIT, ClientBase
+from ._request import PreparedRequest, Request
 from .cookies import extract_cookies_to_jar
+from .hooks import dispatch_hook
 from .metrics import sent
-from .models import PreparedRequest, Response
+from .models import Response
 
 
 class _LoopBridge:
@@ -63,6 +65,7 @@ class AsyncClient(ClientBase):
                          max_redirects=max_redirects, pool_maxsize=pool_maxsize,
                          pool_idle_timeout=pool_idle_timeout, metrics=metrics)
         self.follow_redirects = follow_redirects
+        self._native = self._new_native()
         self._closed = False
         self._bridge: _LoopBridge | None = None
 
@@ -77,7 +80,7 @@ class AsyncClient(ClientBase):
         if self._bridge is not None:
             self._bridge.close()
             self._bridge = None
-        self._drop_pools()
+        self._native = self._new_native()  # let go of the pools (idle connections close)
 
     async def request(self, method: str, url: Any, *, params: Any = None, data: Any = None, headers: Any = None,
                       cookies: Any = None, files: Any = None, auth: Any = None, timeout: Any = None,
@@ -88,21 +91,29 @@ class AsyncClient(ClientBase):
         follow = follow_redirects if follow_redirects is not None else allow_redirects
         if follow is None:
             follow = self.follow_redirects
-        prep = self.prepare(method, url, params, data, headers, cookies, files, auth, json)
+        prep = self.prepare_request(Request(method, url, headers, files, data, params, auth, cookies, hooks, json))
         opts = self.native_options(timeout, verify, proxies)
-        resp = await self._send(prep, opts)
+        # what response hooks get, as from Session.send
+        kw = {"stream": False, "timeout": timeout if timeout is not None else self.timeout,
+              "verify": opts[3], "cert": None, "proxies": {**self.proxies, **(proxies or {})}}
+        resp = await self._send_hop(prep, opts, kw)
         if follow and resp.status_code in (301, 302, 303, 307, 308) and resp.is_redirect:
             history: list[Response] = []
-            chain = self.redirect_cookies(cookies)
+            chain = self.redirect_cookies(prep._own_cookies)
             while resp.is_redirect:
                 if len(history) >= self.max_redirects:
                     raise exc.TooManyRedirects(f"Exceeded {self.max_redirects} redirects.", response=resp)
                 history.append(resp)
                 prep = self.redirect_request(resp, prep, chain)
-                resp = await self._send(prep, opts)
+                resp = await self._send_hop(prep, opts, kw)
                 resp.history = list(history)
-        if hooks or self.hooks["response"]:
-            resp = self.run_hooks(hooks, resp)
+        return resp
+
+    async def _send_hop(self, prep: PreparedRequest, opts: tuple[Any, ...], kw: dict[str, Any]) -> Response:
+        resp = await self._send(prep, opts)
+        hooks = prep.hooks
+        if hooks and hooks.get("response"):
+            resp = dispatch_hook("response", hooks, resp, **kw)
         return resp
 
     async def _send(self, prep: PreparedRequest, opts: tuple[Any, ...]) -> Response:

@@ -50,3 +50,16 @@ class HTTPBearerAuth(AuthBase):
 
 
 BearerAuth = HTTPBearerAuth
+
+
+class HTTPProxyAuth(HTTPBasicAuth):
+    """Basic credentials for the proxy (``Proxy-Authorization``)."""
+
+    def __call__(self, r: Any) -> Any:
+        r.headers["Proxy-Authorization"] = self._value
+        return r
+
+
+from .digest import HTTPDigestAuth  # noqa: E402  (digest.py builds on AuthBase above)
+
+__all__ = ["AuthBase", "BearerAuth", "HTTPBasicAuth", "HTTPBearerAuth", "HTTPDigestAuth", "HTTPProxyAuth"]

@@ -22,10 +22,12 @@ class InvalidJSONError(RequestException):
 
 
 class JSONDecodeError(InvalidJSONError, _json.JSONDecodeError):
-    """The response body is not valid JSON (a ``ValueError`` as with requests)."""
+    """The response body is not valid JSON (a ``ValueError`` as with requests). Built from json's
+    ``(msg, doc, pos)``, it has the same ``msg``, ``doc``, ``pos``, ``lineno`` and ``colno``."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         _json.JSONDecodeError.__init__(self, *args)
+        # RequestException's part gets json's formatted message ("msg: line 1 column 2 (char 1)")
         InvalidJSONError.__init__(self, *self.args, **kwargs)
 
     def __reduce__(self) -> Any:
@@ -84,6 +86,10 @@ class InvalidHeader(RequestException, ValueError):
     """The header value provided was somehow invalid."""
 
 
+class InvalidProxyURL(InvalidURL):
+    """The proxy URL provided is invalid."""
+
+
 class ChunkedEncodingError(RequestException):
     """The server declared a body and broke off before sending it all."""
 
@@ -104,10 +110,24 @@ class UnrewindableBodyError(RequestException):
     """The request body cannot be rewound for a redirect."""
 
 
+# --- warnings ---
+
+class RequestsWarning(Warning):
+    """Base of the warnings this package issues."""
+
+
+class FileModeWarning(RequestsWarning, DeprecationWarning):
+    """A file was opened in text mode, but its length is counted in bytes."""
+
+
+class RequestsDependencyWarning(RequestsWarning):
+    """An imported dependency does not match the expected version range."""
+
+
 __all__ = [
     "RequestException", "InvalidJSONError", "JSONDecodeError", "HTTPError", "ConnectionError",
     "ProxyError", "SSLError", "Timeout", "ConnectTimeout", "ReadTimeout", "URLRequired",
-    "TooManyRedirects", "MissingSchema", "InvalidSchema", "InvalidURL", "InvalidHeader",
+    "TooManyRedirects", "MissingSchema", "InvalidSchema", "InvalidURL", "InvalidHeader", "InvalidProxyURL",
     "ChunkedEncodingError", "ContentDecodingError", "StreamConsumedError", "RetryError",
-    "UnrewindableBodyError",
+    "UnrewindableBodyError", "RequestsWarning", "FileModeWarning", "RequestsDependencyWarning",
 ]

@@ -1,4 +1,5 @@
-"""``Response`` (and a light ``PreparedRequest``) with the attributes requests users rely on."""
+"""``Response``, with the attributes requests users rely on; ``Request`` and ``PreparedRequest``
+(defined in ``_request.py``) are importable from here, as from ``requests.models``."""
 
 from __future__ import annotations
 
@@ -10,27 +11,32 @@ from http import HTTPStatus
 from typing import Any
 
 from . import exceptions as exc
+from ._json import loads_like_json
+from ._request import PreparedRequest, Request
 from .cookies import RequestsCookieJar, extract_cookies_to_jar
 from .structures import CaseInsensitiveDict
+
+__all__ = ["PreparedRequest", "Request", "Response", "REDIRECT_STATI", "ITER_CHUNK_SIZE"]
 
 REDIRECT_STATI = frozenset((301, 302, 303, 307, 308))
 _REASONS = {s.value: s.phrase for s in HTTPStatus}
 ITER_CHUNK_SIZE = 512
 
 
-class PreparedRequest:
-    """The request as it was sent: ``method``, ``url``, ``headers``, ``body``."""
+_UTF8_NAMES: dict[str, bool] = {}
 
-    __slots__ = ("method", "url", "headers", "body")
 
-    def __init__(self, method: str, url: str, headers: CaseInsensitiveDict, body: bytes | None) -> None:
-        self.method = method
-        self.url = url
-        self.headers = headers
-        self.body = body
-
-    def __repr__(self) -> str:
-        return f"<PreparedRequest [{self.method}]>"
+def _is_utf8(encoding: str) -> bool:
+    """Whether ``encoding`` names UTF-8 (any spelling Python accepts); cached per name."""
+    known = _UTF8_NAMES.get(encoding)
+    if known is None:
+        try:
+            known = codecs.lookup(encoding).name == "utf-8"
+        except LookupError:
+            known = False
+        if len(_UTF8_NAMES) < 64:
+            _UTF8_NAMES[encoding] = known
+    return known
 
 
 def _charset_from_content_type(ct: str | None) -> str | None:
@@ -64,7 +70,8 @@ class Response:
     _encoding_set = False
     _consumed_by_iter = False
     raw = None
-    connection = None
+    connection = None  # the adapter that sent the request
+    _next: PreparedRequest | None = None
 
     def __init__(self, native: Any, request: PreparedRequest | None = None,
                  elapsed: datetime.timedelta | float | None = None) -> None:
@@ -111,6 +118,11 @@ class Response:
         return self.status_code in REDIRECT_STATI and self._native.header("location") is not None
 
     @property
+    def next(self) -> PreparedRequest | None:
+        """The request a redirect leads to, when it was not followed (``allow_redirects=False``)."""
+        return self._next
+
+    @property
     def is_permanent_redirect(self) -> bool:
         return self.status_code in (301, 308) and self._native.header("location") is not None
 
@@ -148,7 +160,10 @@ class Response:
         if self._cookies is None:
             jar = RequestsCookieJar()
             if self._native is not None:  # judged against the URL of the request it answers
-                req = self.request or PreparedRequest("GET", self.url, CaseInsensitiveDict(), None)
+                req = self.request
+                if req is None:
+                    req = PreparedRequest()
+                    req.url, req.headers = self.url, CaseInsensitiveDict()
                 extract_cookies_to_jar(jar, req, self)
             self._cookies = jar
         return self._cookies
@@ -215,30 +230,19 @@ class Response:
             return data.decode(self.apparent_encoding, errors="replace")
 
     def json(self, **kwargs: Any) -> Any:
-        """Parse the body as JSON; raises ``JSONDecodeError`` (a ``ValueError``) if it is not JSON."""
-        if kwargs:
-            try:
-                return _json.loads(self.text, **kwargs)
-            except _json.JSONDecodeError as e:
-                raise exc.JSONDecodeError(e.msg, e.doc, e.pos) from None
-        enc = self._encoding if self._encoding_set else None
-        if enc is not None and enc.replace("-", "").replace("_", "").lower() not in ("utf8", "ascii", "usascii"):
-            return self._json_text()
-        try:
-            return self._native.json()
-        except exc.JSONDecodeError:
-            head = self._native.content()[:4]
-            if len(head) >= 2 and (0 in head or head[:2] in (b"\xff\xfe", b"\xfe\xff")):
-                return self._json_text()  # UTF-16/32 bodies
-            raise
+        """The body parsed as ``json.loads(self.text, **kwargs)`` would parse it (the native parser does it
+        when it gives the same result); raises ``JSONDecodeError`` (a ``ValueError``) if it is not JSON."""
+        if not kwargs:
+            enc = self.encoding
+            if enc is None or _is_utf8(enc):
+                return loads_like_json(self._native, self.content, self._json_text)
+        return self._json_text(**kwargs)
 
-    def _json_text(self) -> Any:
+    def _json_text(self, **kwargs: Any) -> Any:
         try:
-            return _json.loads(self.content)
-        except (_json.JSONDecodeError, UnicodeDecodeError) as e:
-            if isinstance(e, _json.JSONDecodeError):
-                raise exc.JSONDecodeError(e.msg, e.doc, e.pos) from None
-            raise exc.JSONDecodeError(str(e), "", 0) from None
+            return _json.loads(self.text, **kwargs)
+        except _json.JSONDecodeError as e:
+            raise exc.JSONDecodeError(e.msg, e.doc, e.pos) from None
 
     def iter_content(self, chunk_size: int | None = 1, decode_unicode: bool = False) -> Iterator[Any]:
         """Iterate over the body in pieces of at most ``chunk_size`` bytes (any size if None)."""

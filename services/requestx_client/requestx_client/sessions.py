@@ -1,15 +1,21 @@
-"""``Session``: persistent settings, cookies and a connection pool shared by every thread using it."""
+"""``Session``: persistent settings, cookies and connection pools (in its adapters), shared by every
+thread using it. ``request()`` is ``prepare_request()`` + ``merge_environment_settings()`` + ``send()``,
+as in requests; ``send()`` follows redirects and runs the response hooks on every hop."""
 
 from __future__ import annotations
 
-from time import perf_counter
+from collections import OrderedDict
 from typing import Any
 
 from . import exceptions as exc
 from ._prepare import DEFAULT_REDIRECT_LIMIT, ClientBase
+from ._request import PreparedRequest, Request, merge_setting
+from .adapters import BaseAdapter, HTTPAdapter, current_recorder, split_timeout
 from .cookies import extract_cookies_to_jar
-from .metrics import sent
-from .models import REDIRECT_STATI, PreparedRequest, Response
+from .hooks import dispatch_hook
+from .models import REDIRECT_STATI, Response
+
+__all__ = ["Session", "session"]
 
 
 class Session(ClientBase):
@@ -26,6 +32,18 @@ class Session(ClientBase):
                          max_redirects=max_redirects, pool_maxsize=pool_maxsize,
                          pool_idle_timeout=pool_idle_timeout, max_body_size=max_body_size,
                          max_decoded_size=max_decoded_size, metrics=metrics)
+        # one adapter (so one set of pools) for both schemes, with the session's pool settings
+        self._adapter = HTTPAdapter(pool_maxsize=pool_maxsize, trust_env=trust_env,
+                                    pool_idle_timeout=pool_idle_timeout, max_body_size=max_body_size,
+                                    max_decoded_size=max_decoded_size)
+        self.adapters: OrderedDict[str, BaseAdapter] = OrderedDict()
+        self.mount("https://", self._adapter)
+        self.mount("http://", self._adapter)
+
+    @property
+    def _native(self) -> Any:
+        """The native client of the session's own adapter (its connection pools)."""
+        return self._adapter._client
 
     def __enter__(self) -> "Session":
         return self
@@ -34,8 +52,10 @@ class Session(ClientBase):
         self.close()
 
     def close(self) -> None:
-        """Close the idle connections of this session (it stays usable: new ones are opened on demand)."""
-        self._drop_pools()
+        """Close the idle connections of every adapter (the session stays usable: new ones are opened on
+        demand)."""
+        for adapter in {id(a): a for a in self.adapters.values()}.values():
+            adapter.close()
 
     def clone(self) -> "Session":
         """A new session with copies of the settings, sharing this one's connection pools."""
@@ -46,58 +66,108 @@ class Session(ClientBase):
         new.params = self.params.copy() if hasattr(self.params, "copy") else self.params
         new.proxies = dict(self.proxies)
         new.hooks = {k: list(v) for k, v in self.hooks.items()}
-        new._native = self._native.clone_handle()
+        new._adapter = self._adapter._sharing_pools()
+        new.adapters = OrderedDict((p, new._adapter if a is self._adapter else a) for p, a in self.adapters.items())
         return new
 
+    # --- adapters ---
+    def mount(self, prefix: str, adapter: BaseAdapter) -> None:
+        """Send the URLs that start with ``prefix`` (case-insensitively) through ``adapter``; the longest
+        matching prefix wins."""
+        self.adapters[prefix] = adapter
+        for key in [k for k in self.adapters if len(k) < len(prefix)]:
+            self.adapters[key] = self.adapters.pop(key)  # shorter prefixes after this one
+
+    def get_adapter(self, url: str) -> BaseAdapter:
+        """The adapter for ``url``; ``InvalidSchema`` if no prefix matches."""
+        lower = url.lower()
+        for prefix, adapter in self.adapters.items():
+            if lower.startswith(prefix.lower()):
+                return adapter
+        raise exc.InvalidSchema(f"No connection adapters were found for {url!r}")
+
+    # --- requests ---
     def request(self, method: str, url: Any, params: Any = None, data: Any = None, headers: Any = None,
                 cookies: Any = None, files: Any = None, auth: Any = None, timeout: Any = None,
                 allow_redirects: bool = True, proxies: Any = None, hooks: Any = None, stream: bool | None = None,
                 verify: Any = None, cert: Any = None, json: Any = None) -> Response:
-        prep = self.prepare(method, url, params, data, headers, cookies, files, auth, json)
-        if timeout is None and verify is None and proxies is None and cert is None and self._plain_options():
-            opts: tuple[Any, ...] = (None, None, self.total_timeout, self._env_bundle or True, None)
-        else:
-            opts = self.native_options(timeout, verify, proxies, cert)
-        stream = self.stream if stream is None else stream
-        resp = self._send(prep, opts, stream)
-        if allow_redirects and resp.status_code in REDIRECT_STATI and resp.is_redirect:
-            history: list[Response] = []
-            chain = self.redirect_cookies(cookies)
-            while resp.is_redirect:
-                if len(history) >= self.max_redirects:
-                    raise exc.TooManyRedirects(f"Exceeded {self.max_redirects} redirects.", response=resp)
-                _drain(resp)
-                history.append(resp)
-                prep = self.redirect_request(resp, prep, chain)
-                resp = self._send(prep, opts, stream)
-                resp.history = list(history)
-        if hooks or self.hooks.get("response"):
-            resp = self.run_hooks(hooks, resp)
+        req = Request(method, url, headers, files, data, params, auth, cookies, hooks, json)
+        prep = self.prepare_request(req)
+        settings = self.merge_environment_settings(prep.url, proxies, stream, verify, cert)
+        return self.send(prep, timeout=timeout, allow_redirects=allow_redirects, **settings)
+
+    def merge_environment_settings(self, url: str, proxies: Any, stream: Any, verify: Any, cert: Any) -> dict[str, Any]:
+        """The send settings for ``url``: the given ones over the session's, and with ``trust_env`` the CA
+        bundle of REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE for ``verify=True``. Proxy variables of the
+        environment (and NO_PROXY) are applied by the native core when no proxy is given for the URL's
+        scheme, so they are not in the result."""
+        if proxies is not None and self.proxies:
+            proxies = merge_setting(proxies, self.proxies)
+        elif proxies is None:
+            proxies = self.proxies
+        verify = self.verify if verify is None else verify
+        if verify is True and self._env_bundle:
+            verify = self._env_bundle
+        return {"proxies": proxies, "stream": self.stream if stream is None else stream, "verify": verify,
+                "cert": self.cert if cert is None else cert}
+
+    def send(self, request: PreparedRequest, *, stream: bool | None = None, timeout: Any = None,
+             verify: Any = None, cert: Any = None, proxies: Any = None, allow_redirects: bool = True,
+             **kwargs: Any) -> Response:
+        """Send a ``PreparedRequest`` through the adapter mounted for its URL, run its response hooks, store
+        the cookies set, and follow redirects (unless ``allow_redirects=False``). Settings not given are
+        the session's; ``timeout`` also takes (connect, read, total)."""
+        if request.__class__ is not PreparedRequest and isinstance(request, Request):
+            raise ValueError("You can only send PreparedRequests.")
+        if timeout is None:
+            timeout = self.timeout
+        if self.total_timeout is not None:
+            timeout = _with_total(timeout, self.total_timeout)
+        kw = {"stream": self.stream if stream is None else stream, "timeout": timeout,
+              "verify": self.verify if verify is None else verify, "cert": self.cert if cert is None else cert,
+              "proxies": self.proxies if proxies is None else proxies}
+        rec = self._recorder
+        token = current_recorder.set(rec) if rec is not None else None
+        try:
+            resp = self._send_hop(request, kw)
+            if resp.status_code in REDIRECT_STATI and resp.is_redirect:
+                if allow_redirects:
+                    resp = self._follow(resp, request, kw)
+                else:
+                    resp._next = self.redirect_request(resp, request, self.redirect_cookies(request._own_cookies))
+        finally:
+            if token is not None:
+                current_recorder.reset(token)
         return resp
 
-    def send(self, request: PreparedRequest, *, stream: bool = False, timeout: Any = None, verify: Any = None,
-             proxies: Any = None, cert: Any = None, allow_redirects: bool = True, **kwargs: Any) -> Response:
-        """Send a ``PreparedRequest`` (from ``Session.prepare``) as is."""
-        return self._send(request, self.native_options(timeout, verify, proxies, cert), stream)
+    def _send_hop(self, request: PreparedRequest, kw: dict[str, Any]) -> Response:
+        """One request through its adapter, its hooks, and the cookies it set into the session's jar."""
+        resp = self.get_adapter(request.url).send(request, **kw)
+        hooks = request.hooks
+        if hooks and hooks.get("response"):
+            resp = dispatch_hook("response", hooks, resp, **kw)
+        if self._keep_cookies:
+            if resp.history:  # responses an auth hook answered (digest's 401)
+                for r in resp.history:
+                    if r._native is not None and r._native.has_set_cookie:
+                        extract_cookies_to_jar(self.cookies, r.request or request, r)
+            native = resp._native
+            if native is not None and native.has_set_cookie:
+                extract_cookies_to_jar(self.cookies, resp.request or request, resp)
+        return resp
 
-    def _send(self, prep: PreparedRequest, opts: tuple[Any, ...], stream: bool) -> Response:
-        connect, read, total, verify, plist = opts
-        rec = self._recorder
-        t0 = perf_counter()
-        try:
-            native = self._native.request(prep.method, prep.url, list(prep.headers._store.values()),
-                                          prep.body, connect, read, total, verify, plist, stream, rec is not None)
-        except exc.RequestException as e:
-            e.request = prep
-            if rec is not None and sent(e):
-                rec.failed(prep.method, prep.url, perf_counter() - t0, e)
-            raise
-        elapsed = perf_counter() - t0
-        if rec is not None:
-            rec.record(prep.method, prep.url, native.status, elapsed, native.timings)
-        resp = Response(native, prep, elapsed)
-        if native.has_set_cookie and self._keep_cookies:
-            extract_cookies_to_jar(self.cookies, prep, resp)
+    def _follow(self, resp: Response, request: PreparedRequest, kw: dict[str, Any]) -> Response:
+        history: list[Response] = []
+        chain = self.redirect_cookies(request._own_cookies)
+        prep = request
+        while resp.is_redirect:
+            if len(history) >= self.max_redirects:
+                raise exc.TooManyRedirects(f"Exceeded {self.max_redirects} redirects.", response=resp)
+            _drain(resp)
+            history.append(resp)
+            prep = self.redirect_request(resp, prep, chain)
+            resp = self._send_hop(prep, kw)
+            resp.history = history + resp.history
         return resp
 
     def get(self, url: Any, params: Any = None, **kwargs: Any) -> Response:
@@ -124,6 +194,13 @@ class Session(ClientBase):
 
     def delete(self, url: Any, **kwargs: Any) -> Response:
         return self.request("DELETE", url, **kwargs)
+
+
+def _with_total(timeout: Any, total: float) -> Any:
+    """``timeout`` as (connect, read, total) with the session's total, unless it gives its own total."""
+    if isinstance(timeout, tuple) and len(timeout) == 3:
+        return timeout
+    return split_timeout(timeout, total)
 
 
 def _drain(resp: Response) -> None:

@@ -1,4 +1,4 @@
-"""A case-insensitive dict, as ``requests.structures.CaseInsensitiveDict``."""
+"""``CaseInsensitiveDict`` and ``LookupDict``, as in ``requests.structures``."""
 
 from __future__ import annotations
 
@@ -51,9 +51,28 @@ class CaseInsensitiveDict(MutableMapping[str, Any]):
         return dict(self.lower_items()) == dict(other.lower_items())
 
     def copy(self) -> "CaseInsensitiveDict":
-        new = CaseInsensitiveDict()
+        new = CaseInsensitiveDict.__new__(CaseInsensitiveDict)  # no __init__: one copy per request
         new._store = self._store.copy()
         return new
 
     def __repr__(self) -> str:
         return str(dict(self.items()))
+
+
+class LookupDict(dict):  # type: ignore[type-arg]
+    """Names kept as attributes: ``d.name`` reads one (an unknown name is an AttributeError, as for any
+    object), while ``d["name"]`` and ``d.get("name")`` give None (or the default) for an unknown name.
+    The dict itself stays empty, as in requests, so ``len(d)`` and ``"name" in d`` do not see the names."""
+
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name
+        super().__init__()
+
+    def __repr__(self) -> str:
+        return f"<lookup '{self.name}'>"
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.__dict__.get(key, None)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self.__dict__.get(key, default)

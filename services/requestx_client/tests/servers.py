@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
+import os
+import re
 import socket
 import ssl
 import struct
@@ -11,12 +14,36 @@ import threading
 import time
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import brotli
 import zstandard
 
 CHUNK = b"x" * 65536
+
+# Digest auth (RFC 7616), checked independently of the client: nonce -> highest nc seen and uses left
+_DIGEST_HASH = {"MD5": hashlib.md5, "SHA-256": hashlib.sha256, "SHA-512-256": lambda b: hashlib.new("sha512_256", b)}
+_digest_lock = threading.Lock()
+_digest_nonces: dict[str, dict] = {}
+_AUTH_PARAM = re.compile(r'(\w+)=(?:"((?:[^"\\]|\\.)*)"|([^,\s]*))')
+
+
+def _digest_params(header: str) -> dict:
+    if not header.lower().startswith("digest "):
+        return {}
+    return {k.lower(): q or t for k, q, t in _AUTH_PARAM.findall(header[7:])}
+
+
+def _digest_expected(p: dict, method: str, algorithm: str, qop: str, password: str) -> str:
+    base = algorithm.upper().removesuffix("-SESS")
+    h = lambda s: _DIGEST_HASH[base](s.encode()).hexdigest()  # noqa: E731
+    ha1 = h(f"{p.get('username')}:{p.get('realm')}:{password}")
+    if algorithm.upper().endswith("-SESS"):
+        ha1 = h(f"{ha1}:{p.get('nonce')}:{p.get('cnonce')}")
+    ha2 = h(f"{method}:{p.get('uri')}")
+    if qop == "none":
+        return h(f"{ha1}:{p.get('nonce')}:{ha2}")
+    return h(f"{ha1}:{p.get('nonce')}:{p.get('nc')}:{p.get('cnonce')}:auth:{ha2}")
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -179,9 +206,47 @@ class Handler(BaseHTTPRequestHandler):
             if auth.startswith("Bearer "):
                 return self.send_json({"token": auth[7:]})
             return self.send(401, b"{}")
+        if name == "reflect":  # the request body back, as Content-Type ?ct= (default application/json)
+            return self.send(200, self._body(), content_type=q.get("ct", "application/json"))
+        if name == "digest":  # /digest/<qop: auth|none>/<algorithm>/<user>/<password>[?uses=N][&cookie=1]
+            return self._digest(seg[1], seg[2], unquote(seg[3]), unquote(seg[4]), int(q.get("uses", 100)), "cookie" in q)
         if name == "headers-multi":
             return self.send(200, b"{}", [("X-Multi", "a"), ("X-Multi", "b"), ("x-case", "Yes")])
         self.send(404, b"not found", content_type="text/plain")
+
+
+    def _digest(self, qop, algorithm, user, password, uses, set_cookie):
+        self._body()
+        p = _digest_params(self.headers.get("Authorization", ""))
+        stale = False
+        if p:
+            with _digest_lock:
+                state = _digest_nonces.get(p.get("nonce", ""))
+                nc = int(p.get("nc", "0"), 16) if qop != "none" else 0
+                ok = (state is not None and p.get("username") == user and p.get("realm") == "tests@requestx"
+                      and p.get("uri") == self.path and p.get("opaque") == state["opaque"]
+                      and (p.get("algorithm") or "MD5").upper() == algorithm.upper()
+                      and (qop == "none" or (p.get("qop") == "auth" and nc > state["nc"]))
+                      and p.get("response") == _digest_expected(p, self.command, algorithm, qop, password))
+                if ok and state["uses"] >= uses:
+                    ok, stale = False, True
+                if ok:
+                    state["nc"], state["uses"] = nc, state["uses"] + 1
+            if ok:
+                return self.send_json({"authenticated": True, "user": user, "nc": nc,
+                                       "cookie": self.headers.get("Cookie")})
+        nonce, opaque = os.urandom(12).hex(), os.urandom(6).hex()
+        with _digest_lock:
+            _digest_nonces[nonce] = {"nc": 0, "uses": 0, "opaque": opaque}
+        challenge = f'Digest realm="tests@requestx", nonce="{nonce}", opaque="{opaque}", algorithm={algorithm}'
+        if qop != "none":
+            challenge += ', qop="auth,auth-int"'
+        if stale:
+            challenge += ", stale=TRUE"
+        hdrs = [("WWW-Authenticate", 'Basic realm="other", charset="UTF-8"'), ("WWW-Authenticate", challenge)]
+        if set_cookie:
+            hdrs.append(("Set-Cookie", "probe=1; Path=/"))
+        return self.send(401, b"{}", hdrs)
 
 
 class _HTTPServer(ThreadingHTTPServer):

@@ -1,0 +1,368 @@
+"""The parts of the requests API beyond the request functions: codes, the exception hierarchy, Request and
+PreparedRequest, Session.prepare_request/send/merge_environment_settings, adapters and mount(), hooks on
+every redirect hop."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import warnings
+from collections import OrderedDict
+
+import pytest
+
+import requestx_client as requests
+from requestx_client import exceptions as exc
+from requestx_client.adapters import BaseAdapter, HTTPAdapter
+from requestx_client.models import PreparedRequest, Request
+from requestx_client.status_codes import codes
+from requestx_client.structures import CaseInsensitiveDict, LookupDict
+
+
+# --- codes ---
+
+def test_codes_by_attribute_and_item():
+    assert requests.codes is codes
+    assert codes.ok == codes.OK == codes["ok"] == codes.get("okay") == codes.all_good == 200
+    assert codes["not_found"] == codes.NOT_FOUND == 404
+    assert codes.teapot == codes.im_a_teapot == codes.I_AM_A_TEAPOT == 418
+    assert codes.moved == 301 and codes.see_other == 303 and codes.temporary_redirect == 307
+    assert codes.permanent_redirect == codes.resume == 308
+    assert codes.internal_server_error == codes.server_error == 500 and codes["/o\\"] == 500
+    assert codes["\\o/"] == codes["✓"] == 200
+    assert codes.too_many_requests == 429 and codes.unavailable == 503
+    assert codes.precondition == 428  # a name given to two codes belongs to the later one
+    assert codes.uri_too_long == 414
+    assert codes["no_such_status"] is None and codes.get("no_such_status", 0) == 0
+    with pytest.raises(AttributeError):
+        codes.no_such_status  # noqa: B018  (attribute access fails as for any object, as in requests)
+    assert repr(codes) == "<lookup 'status_codes'>"
+
+
+def test_lookup_dict():
+    d = LookupDict("things")
+    d.a = 1
+    assert d["a"] == 1 and d.a == 1 and d["b"] is None and d.get("b", 2) == 2
+    assert len(d) == 0 and "a" not in d  # the names live in attributes, the dict stays empty (as in requests)
+    assert d.name == "things" and repr(d) == "<lookup 'things'>"
+
+
+# --- exceptions ---
+
+@pytest.mark.parametrize("cls, bases", [
+    (exc.RequestException, (IOError, OSError)),
+    (exc.HTTPError, (exc.RequestException,)),
+    (exc.ConnectionError, (exc.RequestException,)),
+    (exc.ProxyError, (exc.ConnectionError,)),
+    (exc.SSLError, (exc.ConnectionError,)),
+    (exc.Timeout, (exc.RequestException,)),
+    (exc.ConnectTimeout, (exc.ConnectionError, exc.Timeout)),
+    (exc.ReadTimeout, (exc.Timeout,)),
+    (exc.URLRequired, (exc.RequestException,)),
+    (exc.TooManyRedirects, (exc.RequestException,)),
+    (exc.MissingSchema, (exc.RequestException, ValueError)),
+    (exc.InvalidSchema, (exc.RequestException, ValueError)),
+    (exc.InvalidURL, (exc.RequestException, ValueError)),
+    (exc.InvalidHeader, (exc.RequestException, ValueError)),
+    (exc.InvalidProxyURL, (exc.InvalidURL,)),
+    (exc.InvalidJSONError, (exc.RequestException,)),
+    (exc.JSONDecodeError, (exc.InvalidJSONError, json.JSONDecodeError, ValueError)),
+    (exc.ChunkedEncodingError, (exc.RequestException,)),
+    (exc.ContentDecodingError, (exc.RequestException,)),
+    (exc.StreamConsumedError, (exc.RequestException, TypeError)),
+    (exc.RetryError, (exc.RequestException,)),
+    (exc.UnrewindableBodyError, (exc.RequestException,)),
+    (exc.RequestsWarning, (Warning,)),
+    (exc.FileModeWarning, (exc.RequestsWarning, DeprecationWarning)),
+    (exc.RequestsDependencyWarning, (exc.RequestsWarning,)),
+])
+def test_exception_hierarchy(cls, bases):
+    for base in bases:
+        assert issubclass(cls, base), (cls, base)
+    assert getattr(requests.exceptions, cls.__name__) is cls
+
+
+def test_exception_request_and_response():
+    e = exc.RequestException("boom")
+    assert e.request is None and e.response is None and str(e) == "boom"
+
+    class R:
+        request = "the request"
+
+    e = exc.HTTPError("bad", response=R())
+    assert e.request == "the request" and isinstance(e.response, R)
+    e = exc.ConnectionError("x", request="mine", response=R())
+    assert e.request == "mine"
+
+
+def test_json_decode_error_carries_msg_doc_pos():
+    e = exc.JSONDecodeError("Expecting value", "{bad", 1)
+    assert (e.msg, e.doc, e.pos, e.lineno, e.colno) == ("Expecting value", "{bad", 1, 1, 2)
+    assert str(e) == "Expecting value: line 1 column 2 (char 1)"
+    assert e.request is None and e.response is None
+    back = pickle.loads(pickle.dumps(e))
+    assert type(back) is exc.JSONDecodeError and (back.msg, back.doc, back.pos) == ("Expecting value", "{bad", 1)
+    with pytest.raises(ValueError):
+        raise e
+
+
+def test_warnings_are_warnings():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.warn("text mode", requests.FileModeWarning)
+    assert caught and issubclass(caught[0].category, requests.RequestsWarning)
+
+
+# --- Request and PreparedRequest ---
+
+def test_request_prepare():
+    req = Request("post", "http://example.org/p", headers={"X-A": "1"}, params={"q": "a b"}, json={"k": [1, 2]},
+                  auth=("u", "p"), cookies={"c": "v"})
+    assert repr(req) == "<Request [post]>"
+    p = req.prepare()
+    assert isinstance(p, PreparedRequest) and repr(p) == "<PreparedRequest [POST]>"
+    assert p.method == "POST" and p.url == "http://example.org/p?q=a+b" and p.path_url == "/p?q=a+b"
+    assert isinstance(p.headers, CaseInsensitiveDict)
+    assert p.headers["x-a"] == "1" and p.headers["Content-Type"] == "application/json"
+    assert p.body == b'{"k":[1,2]}' and p.headers["Content-Length"] == str(len(p.body))
+    assert p.headers["Authorization"] == "Basic dTpw" and p.headers["Cookie"] == "c=v"
+    assert p.hooks == {"response": []}
+
+
+def test_prepared_request_bodies_and_lengths():
+    p = Request("POST", "http://h/", data={"a": "1", "b": ["x", "y"]}).prepare()
+    assert p.body == b"a=1&b=x&b=y" and p.headers["Content-Type"] == "application/x-www-form-urlencoded"
+    p = Request("POST", "http://h/", data="héllo", headers={"Content-Type": "text/plain"}).prepare()
+    assert p.body == "héllo".encode() and p.headers["Content-Type"] == "text/plain"
+    p = Request("POST", "http://h/", files={"f": ("a.txt", b"abc", "text/plain")}, data={"k": "v"}).prepare()
+    assert p.headers["Content-Type"].startswith("multipart/form-data; boundary=")
+    assert b'name="f"; filename="a.txt"' in p.body and b"abc" in p.body
+    assert p.headers["Content-Length"] == str(len(p.body))
+    p = Request("POST", "http://h/").prepare()
+    assert p.body is None and p.headers["Content-Length"] == "0"
+    p = Request("GET", "http://h/").prepare()
+    assert p.body is None and "Content-Length" not in p.headers
+    big = 2 ** 70  # orjson refuses integers beyond 64 bits: json serialises them
+    assert Request("POST", "http://h/", json={"n": big}).prepare().body == b'{"n":%d}' % big
+
+
+def test_prepared_request_step_by_step_and_copy():
+    p = PreparedRequest()
+    p.prepare_method(b"patch")
+    p.prepare_url("http://h/a b/é", {"x": "1"})
+    p.prepare_headers({"X-One": "1"})
+    p.prepare_cookies({"k": "v"})
+    p.prepare_body(None, None, {"a": 1})
+    p.prepare_auth(requests.HTTPBearerAuth("t"))
+    seen = []
+    p.prepare_hooks({"response": seen.append})
+    assert p.method == "PATCH" and p.url == "http://h/a%20b/%C3%A9?x=1" and p.path_url == "/a%20b/%C3%A9?x=1"
+    assert p.headers["Cookie"] == "k=v" and p.headers["Authorization"] == "Bearer t"
+    assert p.hooks["response"] == [seen.append]
+    c = p.copy()
+    c.headers["X-One"] = "changed"
+    assert p.headers["X-One"] == "1" and c.body == p.body and c.url == p.url and c.method == p.method
+    assert p.deregister_hook("response", seen.append) and not p.deregister_hook("response", seen.append)
+    with pytest.raises(ValueError):
+        p.register_hook("request", print)
+
+
+def test_prepare_url_checks():
+    with pytest.raises(exc.MissingSchema):
+        Request("GET", "example.org/x").prepare()
+    with pytest.raises(exc.InvalidURL):
+        Request("GET", "HTTP://").prepare()
+    with pytest.raises(exc.URLRequired):
+        Request("GET", None).prepare()
+    # another scheme is left as it is, for an adapter mounted for it
+    assert Request("GET", "ftp://h/f").prepare().url == "ftp://h/f"
+    # credentials in the URL become Basic auth and leave the URL
+    p = Request("GET", "http://u:p%40ss@h:8080/x").prepare()
+    assert p.url == "http://h:8080/x" and p.headers["Authorization"] == requests.HTTPBasicAuth("u", "p@ss")._value
+
+
+def test_send_a_prepared_request(server):
+    p = Request("PUT", server.url + "/echo", data=b"body", headers={"X-T": "1"}).prepare()
+    with requests.Session() as s:
+        r = s.send(p)
+    j = r.json()
+    assert j["method"] == "PUT" and j["body"] == "body" and j["headers"]["X-T"] == "1"
+    assert r.request is p
+    with pytest.raises(ValueError):
+        requests.Session().send(Request("GET", server.url))
+
+
+# --- Session: prepare_request, merge_environment_settings, send ---
+
+def test_prepare_request_merges_session_settings(server):
+    with requests.Session(headers={"X-S": "s", "X-Drop": "d"}, params={"sp": "1"}, auth=("su", "sp")) as s:
+        s.cookies.set("sc", "1")
+        hook = lambda r, **kw: None  # noqa: E731
+        s.hooks["response"].append(hook)
+        p = s.prepare_request(Request("get", server.url + "/echo", headers={"X-R": "r", "X-Drop": None},
+                                      params={"rp": "2"}, cookies={"rc": "2"}))
+        assert p.method == "GET" and p.url == server.url + "/echo?sp=1&rp=2"
+        assert p.headers["X-S"] == "s" and p.headers["X-R"] == "r" and "X-Drop" not in p.headers
+        assert p.headers["User-Agent"].startswith("python-requestx-client/")
+        assert p.headers["Authorization"] == requests.HTTPBasicAuth("su", "sp")._value
+        assert p.headers["Cookie"] in ("sc=1; rc=2", "rc=2; sc=1")
+        assert p.hooks["response"] == [hook]
+        own = lambda r, **kw: None  # noqa: E731
+        p = s.prepare_request(Request("GET", server.url, hooks={"response": own}, auth=("ru", "rp")))
+        assert p.hooks["response"] == [own]  # the request's hooks replace the session's
+        assert p.headers["Authorization"] == requests.HTTPBasicAuth("ru", "rp")._value
+        assert "sc=1" == p.headers["Cookie"] and s.cookies.get_dict() == {"sc": "1"}
+
+
+def test_merge_environment_settings(monkeypatch, tmp_path):
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text("")
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(bundle))
+    s = requests.Session(proxies={"http": "http://p:1"})
+    got = s.merge_environment_settings("https://h/", {"https": "http://q:2"}, None, None, None)
+    assert got == {"proxies": {"http": "http://p:1", "https": "http://q:2"}, "stream": False,
+                   "verify": str(bundle), "cert": None}
+    got = s.merge_environment_settings("https://h/", None, True, False, None)
+    assert got["verify"] is False and got["stream"] is True and got["proxies"] == {"http": "http://p:1"}
+    s = requests.Session(trust_env=False)
+    assert s.merge_environment_settings("https://h/", None, None, None, None)["verify"] is True
+
+
+def test_request_goes_through_prepare_request_and_send(server):
+    calls = []
+
+    class Tracing(requests.Session):
+        def prepare_request(self, request):
+            calls.append(("prepare_request", request.method))
+            return super().prepare_request(request)
+
+        def merge_environment_settings(self, url, proxies, stream, verify, cert):
+            calls.append(("merge_environment_settings", url))
+            return super().merge_environment_settings(url, proxies, stream, verify, cert)
+
+        def send(self, request, **kwargs):
+            calls.append(("send", sorted(kwargs)))
+            return super().send(request, **kwargs)
+
+    with Tracing() as s:
+        assert s.get(server.url + "/echo").ok
+    assert calls == [("prepare_request", "GET"), ("merge_environment_settings", server.url + "/echo"),
+                     ("send", ["allow_redirects", "cert", "proxies", "stream", "timeout", "verify"])]
+
+
+def test_hooks_run_on_every_redirect_hop(server):
+    seen = []
+
+    def hook(r, **kwargs):
+        seen.append((r.status_code, sorted(kwargs)))
+
+    r = requests.get(server.url + "/redirect/3", hooks={"response": hook})
+    assert r.ok and [s for s, _ in seen] == [302, 302, 302, 200]
+    assert seen[0][1] == ["cert", "proxies", "stream", "timeout", "verify"]
+    with requests.Session() as s:
+        s.hooks["response"].append(lambda r, **kw: seen.append(r.url))
+        seen.clear()
+        s.get(server.url + "/redirect/1")
+        assert seen == [server.url + "/redirect/1", server.url + "/echo"]
+
+
+def test_a_hook_can_replace_the_response(server):
+    with requests.Session() as s:
+        def elsewhere(r, **kwargs):
+            if r.status_code != 404:
+                return None
+            p = r.request.copy()
+            p.url = server.url + "/echo"
+            return s.send(p, **kwargs)
+
+        r = s.get(server.url + "/status/404", hooks={"response": elsewhere})
+        assert r.status_code == 200 and r.json()["path"] == "/echo"
+
+
+def test_next_of_an_unfollowed_redirect(server):
+    r = requests.get(server.url + "/redirect/2", allow_redirects=False)
+    assert r.status_code == 302 and isinstance(r.next, PreparedRequest)
+    assert r.next.url == server.url + "/redirect/1" and r.next.method == "GET"
+    assert requests.get(server.url + "/echo").next is None
+
+
+# --- adapters ---
+
+def test_session_adapters_and_mount(server):
+    s = requests.Session()
+    assert isinstance(s.adapters, OrderedDict) and list(s.adapters) == ["https://", "http://"]
+    a = s.get_adapter(server.url)
+    assert isinstance(a, HTTPAdapter) and s.get_adapter("HTTPS://x/") is a
+    assert a.max_retries == 0 and a._pool_maxsize == 32
+    special = HTTPAdapter(pool_connections=2, pool_maxsize=4, max_retries=3)
+    s.mount(server.url + "/echo", special)
+    s.mount("http://127.0.0.1", a)
+    assert list(s.adapters)[0] == server.url + "/echo"  # longest prefix first
+    assert [len(k) for k in s.adapters] == sorted((len(k) for k in s.adapters), reverse=True)
+    assert s.get_adapter(server.url + "/echo?x") is special and s.get_adapter(server.url + "/other") is a
+    r = s.get(server.url + "/echo")
+    assert r.ok and r.connection is special
+    with pytest.raises(exc.InvalidSchema):
+        s.get_adapter("ftp://h/")
+    with pytest.raises(exc.InvalidSchema):
+        s.get("ftp://127.0.0.1/x")
+    s.close()
+    assert s.get(server.url + "/echo").ok  # adapters reopen connections after close()
+
+
+def test_custom_adapters(server):
+    sent = []
+
+    class Recording(HTTPAdapter):
+        def send(self, request, **kwargs):
+            sent.append((request.method, request.url, kwargs["timeout"]))
+            request.headers["X-Adapter"] = "recording"
+            return super().send(request, **kwargs)
+
+    class Canned(BaseAdapter):
+        def __init__(self):
+            self.inner = HTTPAdapter()
+            self.closed = False
+
+        def send(self, request, stream=False, timeout=None, verify=True, cert=None, proxies=None):
+            request.url = server.url + "/echo?canned=1"
+            return self.inner.send(request, stream=stream, timeout=timeout, verify=verify, proxies=proxies)
+
+        def close(self):
+            self.closed = True
+
+    with requests.Session() as s:
+        s.mount("http://", Recording())
+        canned = Canned()
+        s.mount("mock://", canned)
+        r = s.get(server.url + "/echo", timeout=5)
+        assert r.json()["headers"]["X-Adapter"] == "recording"
+        assert sent == [("GET", server.url + "/echo", 5)]
+        r = s.get("mock://anything/")
+        assert r.json()["args"] == [["canned", "1"]]
+    assert canned.closed
+
+
+def test_adapter_settings_and_close(server):
+    a = HTTPAdapter(pool_maxsize=2, max_retries=1)
+    r = a.send(Request("GET", server.url + "/echo").prepare(), timeout=(5, 5))
+    assert r.ok and r.connection is a and r.json()["method"] == "GET"
+    a.close()
+    assert a.send(Request("GET", server.url + "/echo").prepare()).ok
+    with pytest.raises(NotImplementedError):
+        a.send(Request("GET", server.url).prepare(), cert="c.pem")
+
+
+def test_retries_on_connection_errors(refused_url):
+    a = HTTPAdapter(max_retries=2)
+    with pytest.raises(exc.ConnectionError):
+        a.send(Request("GET", refused_url).prepare(), timeout=2)
+
+
+def test_clone_shares_adapter_pools(server):
+    s = requests.Session()
+    c = s.clone()
+    assert c.get_adapter(server.url) is not s.get_adapter(server.url)
+    assert c.get(server.url + "/echo").ok and s._native.pool_count() == 1
+    c.close()  # the clone's close leaves the original's pools alone
+    assert s._native.pool_count() == 1
