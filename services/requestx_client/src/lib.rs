@@ -411,6 +411,8 @@ struct Prepared {
     total: Option<Duration>,
     stream: bool,
     via_proxy: bool,
+    /// the client's body limits (the direct path's `Limits`), checked on the decoded body here
+    limits: direct::Limits,
 }
 
 fn parse_url(url: &str) -> Result<reqwest::Url, Failure> {
@@ -507,6 +509,30 @@ impl Done {
     }
 }
 
+/// A whole response body from reqwest, which has already decoded it: with a limit, refused as soon as
+/// it passes the smaller of `max_body` and `max_decoded` (reqwest shows only the decoded bytes, so both
+/// limits apply to them here; a streamed body is bounded by its reader instead).
+async fn collect_body(mut resp: reqwest::Response, limits: &direct::Limits, via_proxy: bool) -> Result<Bytes, Failure> {
+    let (max, kind) = match (limits.max_body, limits.max_decoded) {
+        (None, None) => return resp.bytes().await.map_err(|e| classify(e, Phase::Body, via_proxy)),
+        (Some(b), Some(d)) if b < d => (b, ErrKind::Request),
+        (Some(b), None) => (b, ErrKind::Request),
+        (_, Some(d)) => (d, ErrKind::ContentDecoding),
+    };
+    let over = || Failure::new(kind, format!("response body larger than the limit of {max} bytes"));
+    if resp.content_length().is_some_and(|n| n > max as u64) {
+        return Err(over());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(|e| classify(e, Phase::Body, via_proxy))? {
+        if body.len() + chunk.len() > max {
+            return Err(over());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Bytes::from(body))
+}
+
 async fn execute(p: Prepared) -> Result<Done, Failure> {
     if !p.timing {
         return execute_inner(p, None).await;
@@ -526,7 +552,7 @@ async fn execute(p: Prepared) -> Result<Done, Failure> {
 }
 
 async fn execute_inner(p: Prepared, probe: Option<Arc<timing::Probe>>) -> Result<Done, Failure> {
-    let Prepared { client, request, total, stream, via_proxy, blocking, timing: _ } = p;
+    let Prepared { client, request, total, stream, via_proxy, blocking, timing: _, limits } = p;
     let work = async move {
         let mut resp = client.execute(request).await.map_err(|e| classify(e, Phase::Send, via_proxy))?;
         if let Some(p) = &probe {
@@ -539,7 +565,7 @@ async fn execute_inner(p: Prepared, probe: Option<Arc<timing::Probe>>) -> Result
         let body = if stream {
             BodyState::Streaming { resp, pending: Bytes::new() }
         } else {
-            let b = resp.bytes().await.map_err(|e| classify(e, Phase::Body, via_proxy))?;
+            let b = collect_body(resp, &limits, via_proxy).await?;
             if let Some(p) = &probe {
                 p.body();
             }
@@ -1056,7 +1082,8 @@ impl Client {
                 *request.body_mut() = Some(reqwest::Body::from(bytes_from_py(bytes)));
             }
         }
-        Ok(Prepared { client, request, total, stream, via_proxy, blocking, timing })
+        let limits = self.inner.direct.limits;
+        Ok(Prepared { client, request, total, stream, via_proxy, blocking, timing, limits })
     }
 }
 

@@ -297,3 +297,17 @@ def test_session_close_then_reuse(server):
     s.close()
     assert s._native.pool_count() == 0
     assert s.get(server.url + "/echo").ok  # reopens on demand, as requests does
+
+
+def test_body_limits_over_https(tls_server, ca_file):
+    """The reqwest path (https) honours Session(max_body_size=, max_decoded_size=) as the direct path does."""
+    with requests.Session(max_decoded_size=1000, verify=ca_file) as s:
+        with pytest.raises(requests.exceptions.ContentDecodingError):
+            s.get(tls_server.url + "/gzip")  # ~3 KB once decoded
+    with requests.Session(max_body_size=100_000, verify=ca_file) as s:
+        with pytest.raises(requests.exceptions.RequestException) as e:
+            s.get(tls_server.url + "/big?size=200000")
+        assert "larger than the limit of 100000 bytes" in str(e.value)
+        assert len(s.get(tls_server.url + "/big?size=50000").content) == 50000
+    with requests.Session(verify=ca_file) as s:  # no limit by default
+        assert s.get(tls_server.url + "/gzip").json()["encoding"] == "gzip"
