@@ -17,6 +17,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 mod direct;
 mod json;
+mod timeouts;
 mod timing;
 mod tls;
 
@@ -277,8 +278,6 @@ enum Verify {
 struct Key {
     /// connections of the blocking API live on the current-thread runtime, async ones elsewhere
     blocking: bool,
-    connect_ms: Option<u64>,
-    read_ms: Option<u64>,
     verify: Verify,
     proxies: Option<Vec<(String, String)>>,
 }
@@ -340,13 +339,9 @@ impl Inner {
             .pool_idle_timeout(self.pool_idle_timeout)
             // marks new connections for the stage timings of requests that ask for them
             .connector_layer(timing::ConnectTimingLayer)
+            // connect timeouts per request (timeouts.rs): one pool serves every timeout
+            .connector_layer(timeouts::ConnectTimeoutLayer)
             .user_agent(concat!("requestx-client/", env!("CARGO_PKG_VERSION")));
-        if let Some(ms) = key.connect_ms {
-            b = b.connect_timeout(Duration::from_millis(ms));
-        }
-        if let Some(ms) = key.read_ms {
-            b = b.read_timeout(Duration::from_millis(ms));
-        }
         match &key.proxies {
             Some(list) => {
                 b = b.no_proxy();
@@ -413,6 +408,9 @@ struct Prepared {
     via_proxy: bool,
     /// the client's body limits (the direct path's `Limits`), checked on the decoded body here
     limits: direct::Limits,
+    /// this request's timeouts (timeouts.rs)
+    connect: Option<Duration>,
+    read: Option<Duration>,
 }
 
 fn parse_url(url: &str) -> Result<reqwest::Url, Failure> {
@@ -447,7 +445,7 @@ fn parse_url(url: &str) -> Result<reqwest::Url, Failure> {
 
 enum BodyState {
     Full(Bytes),
-    Streaming { resp: reqwest::Response, pending: Bytes },
+    Streaming { resp: reqwest::Response, pending: Bytes, read: Option<Duration> },
     Done,
 }
 
@@ -512,9 +510,15 @@ impl Done {
 /// A whole response body from reqwest, which has already decoded it: with a limit, refused as soon as
 /// it passes the smaller of `max_body` and `max_decoded` (reqwest shows only the decoded bytes, so both
 /// limits apply to them here; a streamed body is bounded by its reader instead).
-async fn collect_body(mut resp: reqwest::Response, limits: &direct::Limits, via_proxy: bool) -> Result<Bytes, Failure> {
+async fn collect_body(
+    mut resp: reqwest::Response,
+    limits: &direct::Limits,
+    read: Option<Duration>,
+    via_proxy: bool,
+) -> Result<Bytes, Failure> {
     let (max, kind) = match (limits.max_body, limits.max_decoded) {
-        (None, None) => return resp.bytes().await.map_err(|e| classify(e, Phase::Body, via_proxy)),
+        (None, None) if read.is_none() => return resp.bytes().await.map_err(|e| classify(e, Phase::Body, via_proxy)),
+        (None, None) => (usize::MAX, ErrKind::Request),
         (Some(b), Some(d)) if b < d => (b, ErrKind::Request),
         (Some(b), None) => (b, ErrKind::Request),
         (_, Some(d)) => (d, ErrKind::ContentDecoding),
@@ -524,13 +528,25 @@ async fn collect_body(mut resp: reqwest::Response, limits: &direct::Limits, via_
         return Err(over());
     }
     let mut body = Vec::new();
-    while let Some(chunk) = resp.chunk().await.map_err(|e| classify(e, Phase::Body, via_proxy))? {
+    while let Some(chunk) = next_chunk(&mut resp, read, via_proxy).await? {
         if body.len() + chunk.len() > max {
             return Err(over());
         }
         body.extend_from_slice(&chunk);
     }
     Ok(Bytes::from(body))
+}
+
+/// The next chunk of a body, waiting at most `read` for it.
+async fn next_chunk(resp: &mut reqwest::Response, read: Option<Duration>, via_proxy: bool) -> Result<Option<Bytes>, Failure> {
+    timeouts::within(read, resp.chunk())
+        .await
+        .map_err(|()| read_timeout_failure())?
+        .map_err(|e| classify(e, Phase::Body, via_proxy))
+}
+
+fn read_timeout_failure() -> Failure {
+    Failure::new(ErrKind::ReadTimeout, "error reading from the connection: operation timed out (read timeout)")
 }
 
 async fn execute(p: Prepared) -> Result<Done, Failure> {
@@ -552,9 +568,13 @@ async fn execute(p: Prepared) -> Result<Done, Failure> {
 }
 
 async fn execute_inner(p: Prepared, probe: Option<Arc<timing::Probe>>) -> Result<Done, Failure> {
-    let Prepared { client, request, total, stream, via_proxy, blocking, timing: _, limits } = p;
+    let Prepared { client, request, total, stream, via_proxy, blocking, timing: _, limits, connect, read } = p;
     let work = async move {
-        let mut resp = client.execute(request).await.map_err(|e| classify(e, Phase::Send, via_proxy))?;
+        let sent = timeouts::with_connect_timeout(connect, client.execute(request));
+        let mut resp = timeouts::within(read, sent)
+            .await
+            .map_err(|()| read_timeout_failure())?
+            .map_err(|e| classify(e, Phase::Send, via_proxy))?;
         if let Some(p) = &probe {
             p.head();
         }
@@ -563,9 +583,9 @@ async fn execute_inner(p: Prepared, probe: Option<Arc<timing::Probe>>) -> Result
         let version = version_str(resp.version());
         let headers = std::mem::take(resp.headers_mut());
         let body = if stream {
-            BodyState::Streaming { resp, pending: Bytes::new() }
+            BodyState::Streaming { resp, pending: Bytes::new(), read }
         } else {
-            let b = collect_body(resp, &limits, via_proxy).await?;
+            let b = collect_body(resp, &limits, read, via_proxy).await?;
             if let Some(p) = &probe {
                 p.body();
             }
@@ -706,17 +726,17 @@ impl NativeResponse {
                     let n = size.unwrap_or(b.len()).min(b.len());
                     Ok(Some(b.split_to(n)))
                 }
-                BodyState::Streaming { resp, pending } => {
+                BodyState::Streaming { resp, pending, read } => {
                     if pending.is_empty() {
-                        match sync_runtime().block_on(resp.chunk()) {
+                        match sync_runtime().block_on(next_chunk(resp, *read, via_proxy)) {
                             Ok(Some(c)) => *pending = c,
                             Ok(None) => {
                                 *state = BodyState::Done;
                                 return Ok(None);
                             }
-                            Err(e) => {
+                            Err(f) => {
                                 *state = BodyState::Done;
-                                return Err(classify(e, Phase::Body, via_proxy));
+                                return Err(f);
                             }
                         }
                     }
@@ -755,8 +775,8 @@ impl NativeResponse {
                     ErrKind::Request,
                     "the response body was already consumed by iter_content()/close()",
                 )),
-                BodyState::Streaming { resp, pending } => {
-                    let rest = sync_runtime().block_on(resp.bytes()).map_err(|e| classify(e, Phase::Body, via_proxy))?;
+                BodyState::Streaming { resp, pending, read } => {
+                    let rest = sync_runtime().block_on(collect_body(resp, &direct::Limits::default(), read, via_proxy))?;
                     let all = if pending.is_empty() {
                         rest
                     } else {
@@ -1040,13 +1060,9 @@ impl Client {
         let parsed = parse_url(url).map_err(|f| f.into_pyerr(py))?;
         let verify = parse_verify(verify)?;
         let total = secs_to_ms(total_timeout, "total")?.map(Duration::from_millis);
-        let key = Key {
-            blocking: blocking && caller_driven(),
-            connect_ms: secs_to_ms(connect_timeout, "connect")?,
-            read_ms: secs_to_ms(read_timeout, "read")?,
-            verify,
-            proxies,
-        };
+        let connect = secs_to_ms(connect_timeout, "connect")?.map(Duration::from_millis);
+        let read = secs_to_ms(read_timeout, "read")?.map(Duration::from_millis);
+        let key = Key { blocking: blocking && caller_driven(), verify, proxies };
         let via_proxy = key.proxies.is_some();
         let client = self.inner.client_for(&key).map_err(|f| f.into_pyerr(py))?;
 
@@ -1083,7 +1099,7 @@ impl Client {
             }
         }
         let limits = self.inner.direct.limits;
-        Ok(Prepared { client, request, total, stream, via_proxy, blocking, timing, limits })
+        Ok(Prepared { client, request, total, stream, via_proxy, blocking, timing, limits, connect, read })
     }
 }
 

@@ -95,7 +95,7 @@ def test_a_new_timeout_on_every_call_does_not_pile_up_pools(server, tls_server, 
             with s.get(server.url + "/echo", stream=True, timeout=5 + i / 1000) as r:
                 assert r.json()["method"] == "GET"
             s.get(tls_server.url + "/echo", verify=ca_file, timeout=(4 + i / 1000, 5)).close()
-        assert s._native.pool_count() <= 8
+        assert s._native.pool_count() == 2  # one per TLS setting (plain, the test CA), whatever the timeouts
         assert _open_fds() - before <= 20
 
 

@@ -77,15 +77,18 @@ def test_dns_failure():
     assert type(e.value) is exc.ConnectionError
 
 
-def test_connect_timeout_honoured(blackhole_url):
-    took, err = _fastest(exc.ConnectTimeout, lambda: requests.get(blackhole_url, timeout=(0.2, 5)))
+# stream=True takes the reqwest path (one pool for every timeout: the timeouts travel with the request)
+@pytest.mark.parametrize("stream", [False, True])
+def test_connect_timeout_honoured(blackhole_url, stream):
+    took, err = _fastest(exc.ConnectTimeout, lambda: requests.get(blackhole_url, timeout=(0.2, 5), stream=stream))
     assert 0.2 <= took < 0.25, took
     assert isinstance(err, exc.ConnectionError) and isinstance(err, exc.Timeout)
 
 
-def test_read_timeout_waiting_for_headers(server):
+@pytest.mark.parametrize("stream", [False, True])
+def test_read_timeout_waiting_for_headers(server, stream):
     took, err = _fastest(exc.ReadTimeout,
-                         lambda: requests.get(server.url + "/slow-headers?delay=1.5", timeout=(2, 0.2)))
+                         lambda: requests.get(server.url + "/slow-headers?delay=1.5", timeout=(2, 0.2), stream=stream))
     assert 0.2 <= took < 0.25, took
     assert isinstance(err, exc.Timeout) and not isinstance(err, exc.ConnectionError)
 
