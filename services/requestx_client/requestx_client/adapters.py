@@ -120,8 +120,9 @@ class HTTPAdapter(BaseAdapter):
              cert: Any = None, proxies: Any = None) -> Response:
         """Send ``request`` once (no redirects followed) and return its ``Response``; ``timeout`` may also
         be (connect, read, total)."""
-        if cert is not None:
-            raise NotImplementedError("client certificates (cert=) are not supported")
+        cert = _cert_paths(cert) if cert is not None else None
+        if cert is not None and request.url[:6].lower() != "https:":
+            cert = None  # plain http has no handshake to present it in (requests ignores it too)
         connect, read, total = split_timeout(timeout) if timeout is not None else (None, None, None)
         if verify is not True and verify is not False and isinstance(verify, os.PathLike):
             verify = os.fspath(verify)
@@ -138,7 +139,7 @@ class HTTPAdapter(BaseAdapter):
             t0 = perf_counter()
             try:
                 native = self._client.request(method, url, headers, body, connect, read, total, verify, plist,
-                                              stream, rec is not None)
+                                              stream, rec is not None, cert)
                 break
             except exc.RequestException as e:
                 e.request = request
@@ -155,3 +156,18 @@ class HTTPAdapter(BaseAdapter):
         resp = Response(native, request, elapsed)
         resp.connection = self
         return resp
+
+
+def _cert_paths(cert: Any) -> Any:
+    """requests' ``cert=``: a path to one PEM file (certificate and key), or a (certificate, key) pair;
+    path-like objects become str for the native core, which reads the files (SSLError when it cannot)."""
+    if isinstance(cert, (str, os.PathLike)):
+        paths = (os.fspath(cert),)
+    elif isinstance(cert, tuple) and len(cert) == 2:
+        paths = (os.fspath(cert[0]), os.fspath(cert[1]))
+    else:
+        raise ValueError("cert must be a path to a PEM file or a (certificate, key) pair of paths")
+    for path, what in zip(paths, ("certificate", "key")):
+        if not os.path.exists(path):  # as requests checks, whatever the URL's scheme
+            raise OSError(f"Could not find the TLS {what} file, invalid path: {path}")
+    return paths[0] if len(paths) == 1 else paths

@@ -280,6 +280,8 @@ struct Key {
     blocking: bool,
     verify: Verify,
     proxies: Option<Vec<(String, String)>>,
+    /// client certificate (PEM file) and key (PEM file; None: in the certificate's file)
+    cert: Option<(String, Option<String>)>,
 }
 
 /// reqwest clients (each with its pool) kept at once; the least recently used is dropped past this, so a
@@ -327,6 +329,10 @@ impl Inner {
             Verify::Yes => tls::verifying().clone(),
             Verify::No => tls::not_verifying().clone(),
             Verify::CaBundle(path) => tls::with_bundle(path)?,
+        };
+        let tls_config = match &key.cert {
+            None => tls_config,
+            Some((cert, pkey)) => tls::with_client_cert(tls_config, cert, pkey.as_deref())?,
         };
         let mut b = reqwest::Client::builder()
             .tls_backend_preconfigured(tls_config)
@@ -894,7 +900,7 @@ impl Client {
 
     /// Send one request and wait for it (GIL released). The body is read unless `stream`.
     #[pyo3(signature = (method, url, headers=None, body=None, connect_timeout=None, read_timeout=None,
-                        total_timeout=None, verify=None, proxies=None, stream=false, timing=false))]
+                        total_timeout=None, verify=None, proxies=None, stream=false, timing=false, cert=None))]
     #[allow(clippy::too_many_arguments)]
     fn request(
         &self,
@@ -910,11 +916,14 @@ impl Client {
         proxies: Option<Vec<(String, String)>>,
         stream: bool,
         timing: bool,
+        cert: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<NativeResponse> {
+        let cert = parse_cert(cert)?;
         if !stream
             && total_timeout.is_none()
             && proxies.is_none()
             && url.starts_with("http://")
+            && cert.is_none()
             && sync_io() == SyncIo::Direct
             && !self.inner.env_proxy_http
         {
@@ -922,7 +931,7 @@ impl Client {
         }
         let prepared = self.prepare(
             py, method, url, headers, body, connect_timeout, read_timeout, total_timeout, verify, proxies, stream, true,
-            timing,
+            timing, cert,
         )?;
         match py.detach(|| sync_runtime().block_on(execute(prepared))) {
             Ok(done) => Ok(done.into_response()),
@@ -934,7 +943,7 @@ impl Client {
     /// `completions` under `id` and the event loop is woken through `completions.fileno()`; the I/O
     /// thread never takes the interpreter lock.
     #[pyo3(signature = (completions, id, method, url, headers=None, body=None, connect_timeout=None,
-                        read_timeout=None, total_timeout=None, verify=None, proxies=None, timing=false))]
+                        read_timeout=None, total_timeout=None, verify=None, proxies=None, timing=false, cert=None))]
     #[allow(clippy::too_many_arguments)]
     fn start(
         &self,
@@ -951,10 +960,12 @@ impl Client {
         verify: Option<&Bound<'_, PyAny>>,
         proxies: Option<Vec<(String, String)>>,
         timing: bool,
+        cert: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Pending> {
+        let cert = parse_cert(cert)?;
         let prepared = self.prepare(
             py, method, url, headers, body, connect_timeout, read_timeout, total_timeout, verify, proxies, false, false,
-            timing,
+            timing, cert,
         )?;
         let queue = completions.queue.clone();
         let handle = runtime().spawn(async move {
@@ -1054,6 +1065,7 @@ impl Client {
         stream: bool,
         blocking: bool,
         timing: bool,
+        cert: Option<(String, Option<String>)>,
     ) -> PyResult<Prepared> {
         let method = reqwest::Method::from_bytes(method.as_bytes())
             .map_err(|_| PyValueError::new_err(format!("invalid HTTP method {method:?}")))?;
@@ -1062,7 +1074,7 @@ impl Client {
         let total = secs_to_ms(total_timeout, "total")?.map(Duration::from_millis);
         let connect = secs_to_ms(connect_timeout, "connect")?.map(Duration::from_millis);
         let read = secs_to_ms(read_timeout, "read")?.map(Duration::from_millis);
-        let key = Key { blocking: blocking && caller_driven(), verify, proxies };
+        let key = Key { blocking: blocking && caller_driven(), verify, proxies, cert };
         let via_proxy = key.proxies.is_some();
         let client = self.inner.client_for(&key).map_err(|f| f.into_pyerr(py))?;
 
@@ -1101,6 +1113,18 @@ impl Client {
         let limits = self.inner.direct.limits;
         Ok(Prepared { client, request, total, stream, via_proxy, blocking, timing, limits, connect, read })
     }
+}
+
+/// requests' `cert=`: a path to a PEM file holding the certificate and its key, or a (cert, key) pair.
+fn parse_cert(cert: Option<&Bound<'_, PyAny>>) -> PyResult<Option<(String, Option<String>)>> {
+    let Some(c) = cert.filter(|c| !c.is_none()) else { return Ok(None) };
+    if let Ok(path) = c.extract::<String>() {
+        return Ok(Some((path, None)));
+    }
+    if let Ok((path, key)) = c.extract::<(String, String)>() {
+        return Ok(Some((path, Some(key))));
+    }
+    Err(PyValueError::new_err("cert must be a path to a PEM file or a (certificate, key) pair of paths"))
 }
 
 fn parse_verify(verify: Option<&Bound<'_, PyAny>>) -> PyResult<Verify> {

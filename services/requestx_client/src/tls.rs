@@ -5,8 +5,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use pki_types::pem::PemObject;
-use pki_types::{CertificateDer, ServerName, UnixTime};
+use pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::ResolvesClientCert;
+use rustls::sign::CertifiedKey;
 use rustls::client::{ClientSessionMemoryCache, ClientSessionStore, Resumption, Tls12ClientSessionValue, Tls13ClientSessionValue};
 use rustls::crypto::CryptoProvider;
 use rustls::{ClientConfig, DigitallySignedStruct, NamedGroup, RootCertStore, SignatureScheme};
@@ -162,5 +164,41 @@ impl ServerCertVerifier for AcceptAny {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// `base` presenting a client certificate: the PEM chain in `cert` and the PEM private key in `key`
+/// (or in `cert` too, as requests' `cert="both.pem"`). Read once per call: a client keeps the result.
+pub fn with_client_cert(mut base: ClientConfig, cert: &str, key: Option<&str>) -> Result<ClientConfig, Failure> {
+    let bad = |msg: String| Failure::new(ErrKind::Ssl, msg);
+    let chain = CertificateDer::pem_file_iter(cert)
+        .map_err(|e| bad(format!("could not read the client certificate {cert:?}: {e}")))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| bad(format!("invalid client certificate in {cert:?}: {e}")))?;
+    if chain.is_empty() {
+        return Err(bad(format!("{cert:?} holds no certificate")));
+    }
+    let key_path = key.unwrap_or(cert);
+    let der = PrivateKeyDer::from_pem_file(key_path)
+        .map_err(|e| bad(format!("could not read a private key from {key_path:?}: {e}")))?;
+    let signing = provider()
+        .key_provider
+        .load_private_key(der)
+        .map_err(|e| bad(format!("unusable private key in {key_path:?}: {e}")))?;
+    base.client_auth_cert_resolver = Arc::new(ClientCert(Arc::new(CertifiedKey::new(chain, signing))));
+    Ok(base)
+}
+
+/// Always offers the one certificate it holds, whatever the server asks for.
+#[derive(Debug)]
+struct ClientCert(Arc<CertifiedKey>);
+
+impl ResolvesClientCert for ClientCert {
+    fn resolve(&self, _root_hint_subjects: &[&[u8]], _sigschemes: &[SignatureScheme]) -> Option<Arc<CertifiedKey>> {
+        Some(self.0.clone())
+    }
+
+    fn has_certs(&self) -> bool {
+        true
     }
 }

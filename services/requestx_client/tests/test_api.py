@@ -311,3 +311,31 @@ def test_body_limits_over_https(tls_server, ca_file):
         assert len(s.get(tls_server.url + "/big?size=50000").content) == 50000
     with requests.Session(verify=ca_file) as s:  # no limit by default
         assert s.get(tls_server.url + "/gzip").json()["encoding"] == "gzip"
+
+
+def test_client_certificate(ca, ca_file, tmp_path):
+    """cert= (one PEM file with the key, or a (cert, key) pair) against a server that requires one."""
+    import ssl
+
+    from servers import Server
+
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ca.issue_cert("127.0.0.1", "localhost").configure_cert(ctx)
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    ca.configure_trust(ctx)
+    client = ca.issue_cert("client.example")
+    both, cert, key = (tmp_path / n for n in ("both.pem", "cert.pem", "key.pem"))
+    client.private_key_and_cert_chain_pem.write_to_path(str(both))
+    client.cert_chain_pems[0].write_to_path(str(cert))
+    client.private_key_pem.write_to_path(str(key))
+    with Server(ctx) as srv:
+        with pytest.raises(requests.exceptions.ConnectionError):  # no certificate: the server refuses
+            requests.get(srv.url + "/echo", verify=ca_file)
+        assert requests.get(srv.url + "/echo", verify=ca_file, cert=str(both)).json()["method"] == "GET"
+        with requests.Session() as s:
+            s.cert = (cert, key)  # path-like objects too
+            assert s.get(srv.url + "/echo", verify=ca_file).ok
+    bad = tmp_path / "bad.pem"
+    bad.write_text("not a certificate")
+    with pytest.raises(requests.exceptions.SSLError):
+        requests.get(srv.url + "/echo", verify=ca_file, cert=str(bad))

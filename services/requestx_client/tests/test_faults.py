@@ -185,9 +185,11 @@ def test_invalid_json(server):
         requests.get(server.url + "/status/204").json()
 
 
-def test_unsupported_cert_argument(server):
-    with pytest.raises(NotImplementedError):
+def test_missing_cert_file_is_an_oserror(server):
+    with pytest.raises(OSError, match="Could not find the TLS certificate file"):
         requests.get(server.url + "/echo", cert="client.pem")
+    with pytest.raises(OSError, match="Could not find the TLS key file"):
+        requests.get(server.url + "/echo", cert=(__file__, "client.key"))
 
 
 def test_bad_proxy_url(server):
