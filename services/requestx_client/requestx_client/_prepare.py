@@ -12,7 +12,7 @@ from urllib.parse import urlencode, urljoin, urlsplit, urlunsplit
 
 from ._body import _pairs
 from ._request import PreparedRequest, Request, merge_hooks, merge_setting
-from .adapters import proxy_list, split_timeout
+from .adapters import cert_paths, proxy_list, split_timeout
 from .cookies import RequestsCookieJar, cookiejar_from_dict, extract_cookies_to_jar, get_cookie_header, merge_cookies
 from .metrics import Recorder, client_metrics
 from .models import Response
@@ -144,10 +144,10 @@ class ClientBase:
         return self.prepare_request(Request(method, url, headers, files, data, params, auth, cookies, None, json))
 
     def native_options(self, timeout: Any, verify: Any, proxies: Any, cert: Any = None) -> tuple[Any, ...]:
-        """(connect, read, total, verify, proxies) arguments of the native call, with this client's
-        settings where the request gives none."""
-        if cert is not None or self.cert is not None:
-            raise NotImplementedError("client certificates (cert=) are not supported")
+        """(connect, read, total, verify, proxies, cert) arguments of the native call, with this client's
+        settings where the request gives none (cert: checked paths, or None)."""
+        c = self.cert if cert is None else cert
+        c = cert_paths(c) if c is not None else None
         connect, read, total = split_timeout(timeout if timeout is not None else self.timeout, self.total_timeout)
         v = self.verify if verify is None else verify
         if v is True and self._env_bundle:
@@ -157,7 +157,7 @@ class ClientBase:
         plist = None
         if self.proxies or proxies:
             plist = proxy_list({**self.proxies, **(proxies or {})})
-        return connect, read, total, v, plist
+        return connect, read, total, v, plist, c
 
     # --- redirects ---
     def _request_jar(self, cookies: Any) -> CookieJar:

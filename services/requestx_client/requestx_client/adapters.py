@@ -120,7 +120,7 @@ class HTTPAdapter(BaseAdapter):
              cert: Any = None, proxies: Any = None) -> Response:
         """Send ``request`` once (no redirects followed) and return its ``Response``; ``timeout`` may also
         be (connect, read, total)."""
-        cert = _cert_paths(cert) if cert is not None else None
+        cert = cert_paths(cert) if cert is not None else None
         if cert is not None and request.url[:6].lower() != "https:":
             cert = None  # plain http has no handshake to present it in (requests ignores it too)
         connect, read, total = split_timeout(timeout) if timeout is not None else (None, None, None)
@@ -158,7 +158,7 @@ class HTTPAdapter(BaseAdapter):
         return resp
 
 
-def _cert_paths(cert: Any) -> Any:
+def cert_paths(cert: Any) -> Any:
     """requests' ``cert=``: a path to one PEM file (certificate and key), or a (certificate, key) pair;
     path-like objects become str for the native core, which reads the files (SSLError when it cannot)."""
     if isinstance(cert, (str, os.PathLike)):

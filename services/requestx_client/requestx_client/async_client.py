@@ -85,17 +85,18 @@ class AsyncClient(ClientBase):
     async def request(self, method: str, url: Any, *, params: Any = None, data: Any = None, headers: Any = None,
                       cookies: Any = None, files: Any = None, auth: Any = None, timeout: Any = None,
                       allow_redirects: bool | None = None, follow_redirects: bool | None = None,
-                      proxies: Any = None, verify: Any = None, json: Any = None, hooks: Any = None) -> Response:
+                      proxies: Any = None, verify: Any = None, json: Any = None, hooks: Any = None,
+                      cert: Any = None) -> Response:
         if self._closed:
             raise RuntimeError("this AsyncClient is closed")
         follow = follow_redirects if follow_redirects is not None else allow_redirects
         if follow is None:
             follow = self.follow_redirects
         prep = self.prepare_request(Request(method, url, headers, files, data, params, auth, cookies, hooks, json))
-        opts = self.native_options(timeout, verify, proxies)
+        opts = self.native_options(timeout, verify, proxies, cert)
         # what response hooks get, as from Session.send
         kw = {"stream": False, "timeout": timeout if timeout is not None else self.timeout,
-              "verify": opts[3], "cert": None, "proxies": {**self.proxies, **(proxies or {})}}
+              "verify": opts[3], "cert": opts[5], "proxies": {**self.proxies, **(proxies or {})}}
         resp = await self._send_hop(prep, opts, kw)
         if follow and resp.status_code in (301, 302, 303, 307, 308) and resp.is_redirect:
             history: list[Response] = []
@@ -117,7 +118,9 @@ class AsyncClient(ClientBase):
         return resp
 
     async def _send(self, prep: PreparedRequest, opts: tuple[Any, ...]) -> Response:
-        connect, read, total, verify, plist = opts
+        connect, read, total, verify, plist, cert = opts
+        if cert is not None and prep.url[:6].lower() != "https:":
+            cert = None  # plain http has no handshake to present it in
         loop = asyncio.get_running_loop()
         bridge = self._bridge
         if bridge is None or bridge.loop is not loop:
@@ -130,7 +133,7 @@ class AsyncClient(ClientBase):
         t0 = perf_counter()
         pending = self._native.start(bridge.completions, rid, prep.method, prep.url,
                                      list(prep.headers._store.values()), prep.body,
-                                     connect, read, total, verify, plist, rec is not None)
+                                     connect, read, total, verify, plist, rec is not None, cert)
         bridge.futures[rid] = fut
         try:
             native = await fut

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import io
 
@@ -335,6 +336,12 @@ def test_client_certificate(ca, ca_file, tmp_path):
         with requests.Session() as s:
             s.cert = (cert, key)  # path-like objects too
             assert s.get(srv.url + "/echo", verify=ca_file).ok
+
+        async def with_async_client():
+            async with requests.AsyncClient(verify=ca_file) as c:
+                return (await c.get(srv.url + "/echo", cert=str(both))).status_code
+
+        assert asyncio.run(with_async_client()) == 200
     bad = tmp_path / "bad.pem"
     bad.write_text("not a certificate")
     with pytest.raises(requests.exceptions.SSLError):
