@@ -131,7 +131,7 @@ int main(string[] args)
     try
     {
         auto help = getopt(args,
-            "host", "address to bind (IPv4, default 127.0.0.1)", &cfg.host,
+            "host", "address to bind (IPv4 or IPv6, default 127.0.0.1)", &cfg.host,
             "port", "port (default 8083; 0 = ephemeral, the bound port is printed)", &cfg.port,
             "workers", "worker threads (default: one per usable CPU)", &cfg.workers,
             "header-timeout-ms", "time allowed for a request's header section", &cfg.headerTimeoutMs,
@@ -243,7 +243,11 @@ int main(string[] args)
         t.start();
         threads ~= t;
     }
-    writefln("listening on %s:%s (%s worker%s)", cfg.host, port, cfg.workers,
+    import std.algorithm.searching : canFind;
+
+    // an IPv6 address in brackets, as in a URL: "listening on [::1]:8083"
+    const shown = cfg.host.canFind(':') && cfg.host[0] != '[' ? "[" ~ cfg.host ~ "]" : cfg.host;
+    writefln("listening on %s:%s (%s worker%s)", shown, port, cfg.workers,
              cfg.workers == 1 ? "" : "s");
     stdout.flush();
 

@@ -36,7 +36,7 @@ def start_server(binary: str, *flags: str, env: dict | None = None) -> Server:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=None if env is None else {**os.environ, **env})
     line = proc.stdout.readline()
-    m = re.match(r"listening on ([\d.]+):(\d+)", line)
+    m = re.match(r"listening on \[?([\d.a-fA-F:]+?)\]?:(\d+) ", line)
     if not m:
         proc.kill()
         out, err = proc.communicate()

@@ -13,7 +13,8 @@ from rawhttp import start_server
     (["--workers", "-1"], "aurora_app:"),
     (["--bogus"], "aurora_app:"),
     (["extra-arg"], "unexpected argument"),
-    (["--host", "not-an-ip"], "invalid IPv4 address"),
+    (["--host", "not-an-ip"], "invalid address for --host"),
+    (["--host", "::1::2"], "invalid address for --host"),
     (["--idle-timeout-ms", "0"], "must be positive"),
     (["--request-timeout-ms", "0"], "must be positive"),
 ])
@@ -48,3 +49,20 @@ def test_second_instance_on_same_port_refused(aurora_bin):
         assert r.returncode == 1 and "already in use" in r.stderr
     finally:
         assert first.stop() == 0
+
+
+@pytest.mark.parametrize("host", ["::1", "[::1]"])
+def test_ipv6_listener(aurora_bin, host):
+    srv = start_server(aurora_bin, "--host", host, "--workers", "2")
+    try:
+        assert srv.host == "::1"
+        with socket.create_connection(("::1", srv.port), timeout=5) as s:
+            s.sendall(b"GET /plaintext HTTP/1.1\r\nHost: [::1]\r\nConnection: close\r\n\r\n")
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+        assert data.startswith(b"HTTP/1.1 200 ") and data.endswith(b"Hello, World!")
+        with pytest.raises(OSError):  # an IPv6 listener only: nothing on 127.0.0.1 at that port
+            socket.create_connection(("127.0.0.1", srv.port), timeout=2).close()
+    finally:
+        assert srv.stop() == 0

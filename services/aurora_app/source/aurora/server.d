@@ -855,39 +855,74 @@ int respond(ref const Router router, ref const Request req, ref Params params,
     return m.route;
 }
 
+/// A listening address: `host` is an IPv4 address, an IPv6 address (with or without brackets) or
+/// `localhost` (127.0.0.1). False when it is none of these.
+private bool listenAddress(string host, ushort port, ref sockaddr_storage ss, ref socklen_t len, ref int family) nothrow
+{
+    import std.string : toStringz;
+
+    string h = host == "localhost" ? "127.0.0.1" : host;
+    if (h.length >= 2 && h[0] == '[' && h[$ - 1] == ']')
+        h = h[1 .. $ - 1];
+    const(char)* hz;
+    try
+        hz = toStringz(h);
+    catch (Exception)
+        return false;
+    ss = sockaddr_storage.init;
+    auto v4 = cast(sockaddr_in*)&ss;
+    if (inet_pton(AF_INET, hz, &v4.sin_addr) == 1)
+    {
+        v4.sin_family = AF_INET;
+        v4.sin_port = htons(port);
+        family = AF_INET;
+        len = sockaddr_in.sizeof;
+        return true;
+    }
+    auto v6 = cast(sockaddr_in6*)&ss;
+    if (inet_pton(AF_INET6, hz, &v6.sin6_addr) == 1)
+    {
+        v6.sin6_family = AF_INET6;
+        v6.sin6_port = htons(port);
+        family = AF_INET6;
+        len = sockaddr_in6.sizeof;
+        return true;
+    }
+    return false;
+}
+
 /// Whether another socket already listens on host:port. Our listeners use
 /// SO_REUSEPORT, which would otherwise let a second server start on a busy
 /// port and silently take a share of its connections.
 bool portTaken(string host, ushort port) nothrow
 {
-    import std.string : toStringz;
-
-    const fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC_, 0);
+    sockaddr_storage ss;
+    socklen_t len;
+    int family;
+    if (!listenAddress(host, port, ss, len, family))
+        return false;
+    const fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC_, 0);
     if (fd < 0)
         return false;
     scope (exit) close(fd);
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, one.sizeof);
-    sockaddr_in sa;
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(port);
-    try
-    {
-        if (inet_pton(AF_INET, toStringz(host == "localhost" ? "127.0.0.1" : host), &sa.sin_addr) != 1)
-            return false;
-    }
-    catch (Exception)
-        return false;
-    return bind(fd, cast(sockaddr*)&sa, sa.sizeof) != 0 && errno == EADDRINUSE;
+    return bind(fd, cast(sockaddr*)&ss, len) != 0 && errno == EADDRINUSE;
 }
 
-/// Create, bind and listen one SO_REUSEPORT socket; returns fd or -1.
+/// Create, bind and listen one SO_REUSEPORT socket (IPv4 or IPv6); returns fd or -1.
 int openListener(string host, ushort port, int backlog, ref ushort boundPort,
                  out string error) nothrow
 {
-    import std.string : toStringz;
-
-    const fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK_ | SOCK_CLOEXEC_, 0);
+    sockaddr_storage ss;
+    socklen_t len;
+    int family;
+    if (!listenAddress(host, port, ss, len, family))
+    {
+        error = "invalid address for --host (an IPv4 or IPv6 address, or localhost): " ~ host;
+        return -1;
+    }
+    const fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK_ | SOCK_CLOEXEC_, 0);
     if (fd < 0)
     {
         error = "socket() failed";
@@ -896,21 +931,7 @@ int openListener(string host, ushort port, int backlog, ref ushort boundPort,
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, one.sizeof);
     setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, one.sizeof);
-    sockaddr_in sa;
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(port);
-    const(char)* h;
-    try
-        h = toStringz(host == "localhost" ? "127.0.0.1" : host);
-    catch (Exception)
-        return -1;
-    if (inet_pton(AF_INET, h, &sa.sin_addr) != 1)
-    {
-        error = "invalid IPv4 address for --host: " ~ host;
-        close(fd);
-        return -1;
-    }
-    if (bind(fd, cast(sockaddr*)&sa, sa.sizeof) != 0)
+    if (bind(fd, cast(sockaddr*)&ss, len) != 0)
     {
         error = "cannot bind the address (in use or not permitted)";
         close(fd);
@@ -922,9 +943,9 @@ int openListener(string host, ushort port, int backlog, ref ushort boundPort,
         close(fd);
         return -1;
     }
-    socklen_t l = sa.sizeof;
-    getsockname(fd, cast(sockaddr*)&sa, &l);
-    boundPort = ntohs(sa.sin_port);
+    socklen_t l = ss.sizeof;
+    getsockname(fd, cast(sockaddr*)&ss, &l);
+    boundPort = family == AF_INET6 ? ntohs((cast(sockaddr_in6*)&ss).sin6_port) : ntohs((cast(sockaddr_in*)&ss).sin_port);
     return fd;
 }
 
