@@ -199,6 +199,52 @@ string statusLine(int code) pure
 
 private enum clWidth = 10; // room reserved for a streamed Content-Length
 
+/// A header field value (RFC 9110 §5.5): visible characters, spaces and tabs; no CR, LF, NUL or DEL.
+bool validFieldValue(const(char)[] v) @nogc nothrow pure
+{
+    foreach (char c; v)
+        if ((c < 0x20 && c != '\t') || c == 0x7f)
+            return false;
+    return true;
+}
+
+/// A token character of a header name (RFC 9110 §5.6.2).
+private bool tokenChar(char c) @nogc nothrow pure
+{
+    import std.ascii : isAlphaNum;
+
+    switch (c)
+    {
+    case '!', '#', '$', '%', '&', '\'', '*', '+', '-', '.', '^', '_', '`', '|', '~':
+        return true;
+    default:
+        return isAlphaNum(c);
+    }
+}
+
+/// Zero or more "Name: value\r\n" lines, each name a token and each value a valid field value.
+bool validHeaderLines(const(char)[] lines) @nogc nothrow pure
+{
+    size_t i = 0;
+    while (i < lines.length)
+    {
+        size_t colon = i;
+        while (colon < lines.length && tokenChar(lines[colon]))
+            colon++;
+        if (colon == i || colon >= lines.length || lines[colon] != ':')
+            return false;
+        size_t end = colon + 1;
+        while (end < lines.length && lines[end] != '\r' && lines[end] != '\n')
+            end++;
+        if (end + 1 >= lines.length || lines[end] != '\r' || lines[end + 1] != '\n')
+            return false;
+        if (!validFieldValue(lines[colon + 1 .. end]))
+            return false;
+        i = end + 2;
+    }
+    return true;
+}
+
 /// Builds one response into a connection's write buffer.
 struct Response
 {
@@ -246,6 +292,13 @@ struct Response
     /// True while body bytes may be added; otherwise flags the misuse.
     private bool inBody() { return streaming ? true : misuse(); }
 
+    /// The handler's header text can only be header fields: a content type or extra header carrying
+    /// a CR or LF would let it (or the data it echoes) inject headers or a whole response.
+    private bool headersValid(const(char)[] contentType, const(char)[] extraHeaders)
+    {
+        return validFieldValue(contentType) && validHeaderLines(extraHeaders) ? true : misuse();
+    }
+
     private void head(ushort code, const(char)[] contentType, const(char)[] extraHeaders)
     {
         status = code;
@@ -274,6 +327,8 @@ struct Response
             misuse();
             return;
         }
+        if (!headersValid(contentType, extraHeaders))
+            return;
         buf.reserve(160 + contentType.length + extraHeaders.length + body.length);
         head(code, contentType, extraHeaders);
         buf.put("Content-Length: ");
@@ -292,6 +347,8 @@ struct Response
             misuse();
             return;
         }
+        if (!headersValid(contentType, extraHeaders))
+            return;
         streaming = true;
         head(code, contentType, extraHeaders);
         buf.put("Content-Length: ");
@@ -417,6 +474,30 @@ unittest
     r = Response(&b, true, true);
     r.send(200, "text/plain", "abc");
     assert((cast(const(char)[]) b.data).endsWith("Content-Length: 3\r\n\r\n"));
+}
+
+unittest
+{   // header injection through the content type or the extra headers is refused before any output
+    Buffer b;
+    scope (exit) b.release();
+    static immutable string[2][7] cases = [["text/plain\r\nX-Evil: 1", null], ["text/plain", "X-A: 1\r\nInjected"],
+        ["text/plain", "X-A: 1\nX-B: 2\r\n"], ["text/plain", "Bad Name: v\r\n"], ["text/plain", ": v\r\n"],
+        ["text/plain", "X-A: 1\r\n\r\nHTTP/1.1 200 OK\r\n"], ["text/plain", "X-A: a\0b\r\n"]];
+    foreach (bad; cases)
+    {
+        b.len = 0;
+        auto r = Response(&b, false, true);
+        r.send(200, bad[0], "x", bad[1]);
+        assert(r.misused && b.len == 0, bad[1]);
+        r = Response(&b, false, true);
+        r.begin(200, bad[0], bad[1]);
+        assert(r.misused && b.len == 0, bad[1]);
+    }
+    auto r = Response(&b, false, true);
+    r.send(200, "text/plain; charset=utf-8", "x", "X-A: 1\r\nCache-Control: no-store, max-age=0\r\n");
+    assert(r.complete());
+    import std.algorithm.searching : canFind;
+    assert((cast(const(char)[]) b.data).canFind("X-A: 1\r\nCache-Control: no-store, max-age=0\r\nContent-Length: 1"));
 }
 
 unittest
