@@ -41,6 +41,13 @@ def test_healthz_and_param_route(server):
     assert r.status == 200 and r.body == b"Hello, aurora!"
 
 
+def test_path_parameters_are_percent_decoded(server):
+    assert request(server, get("/hello/a%20b%21")).body == b"Hello, a b!!"
+    assert request(server, get("/hello/caf%C3%A9")).body == "Hello, café!".encode()
+    for bad in ("/hello/%zz", "/hello/a%2", "/hello/" + "%41" * 400):  # malformed, or past the 1 KiB room
+        assert request(server, get(bad)).status == 404, bad
+
+
 def test_head_has_headers_but_no_body(server):
     with server.connect() as s:
         s.sendall(get("/json-large", method="HEAD") + get("/plaintext"))

@@ -13,12 +13,48 @@ import aurora.response : Response;
 enum maxParams = 8;
 
 /// Path parameters of a matched route (slices of the request path).
+/// Bytes of percent-decoded parameter values one request may hold (in the worker's Params: no allocation).
+enum paramBytes = 1024;
+
 struct Params
 {
 @nogc nothrow:
     const(char)[][maxParams] names;
-    const(char)[][maxParams] values;
+    const(char)[][maxParams] values;   /// percent-decoded
     size_t count;
+    private char[paramBytes] decoded;  // the values that needed decoding
+    private size_t used;
+
+    /// `part` percent-decoded: `part` itself when it has no '%'; else a copy in this struct's room,
+    /// or null when an escape is malformed or the room is full (the route then does not match).
+    private const(char)[] decode(const(char)[] part)
+    {
+        import std.ascii : isHexDigit;
+
+        size_t i = 0;
+        while (i < part.length && part[i] != '%')
+            i++;
+        if (i == part.length)
+            return part;
+        if (used + part.length > decoded.length)
+            return null;
+        const start = used;
+        foreach (j; 0 .. i)
+            decoded[used++] = part[j];
+        while (i < part.length)
+        {
+            if (part[i] != '%')
+            {
+                decoded[used++] = part[i++];
+                continue;
+            }
+            if (i + 2 >= part.length || !isHexDigit(part[i + 1]) || !isHexDigit(part[i + 2]))
+                return null;
+            decoded[used++] = cast(char)(hexValue(part[i + 1]) * 16 + hexValue(part[i + 2]));
+            i += 3;
+        }
+        return decoded[start .. used];
+    }
 
     /// The value of parameter `name`, or null.
     const(char)[] opIndex(const(char)[] name) const
@@ -115,6 +151,7 @@ struct Router
         foreach (i, ref r; routes)
         {
             params.count = 0;
+            params.used = 0;
             if (!(r.isStatic ? r.pattern == path : matchParams(r, path, params)))
                 continue;
             if (r.method == method || (method == Method.HEAD && r.method == Method.GET))
@@ -146,8 +183,11 @@ struct Router
             {
                 if (part.length == 0 || params.count == maxParams)
                     return false;
+                const value = params.decode(part);
+                if (value is null)
+                    return false;
                 params.names[params.count] = seg[1 .. $];
-                params.values[params.count] = part;
+                params.values[params.count] = value;
                 params.count++;
             }
             else if (part != seg)
@@ -158,6 +198,11 @@ struct Router
         }
         return false;
     }
+}
+
+private uint hexValue(char c) pure nothrow @nogc
+{
+    return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
 }
 
 private string methodName(Method m) pure nothrow @nogc
@@ -208,4 +253,18 @@ unittest
 
     assert(r.allowAll == "Allow: GET, HEAD, POST, OPTIONS\r\n");
     assert(Router.init.allowAll == "Allow: OPTIONS\r\n");
+}
+
+unittest
+{   // parameters are percent-decoded into the Params' own room; malformed escapes do not match
+    Router r;
+    r.add(Method.GET, "/hello/:name", &h1);
+    Params p;
+    assert(r.match(Method.GET, "/hello/a%20b", p).route == 0 && p["name"] == "a b");
+    assert(r.match(Method.GET, "/hello/%2Fetc%2fpasswd", p).route == 0 && p["name"] == "/etc/passwd");
+    assert(r.match(Method.GET, "/hello/plain", p).route == 0 && p["name"] == "plain");
+    foreach (bad; ["/hello/%", "/hello/a%2", "/hello/%zz", "/hello/%g0"])
+        assert(r.match(Method.GET, bad, p).route == -1, bad);
+    static immutable long_ = "/hello/" ~ "%41" ~ "a" ~ "%42";
+    assert(r.match(Method.GET, long_, p).route == 0 && p["name"] == "AaB");
 }
