@@ -110,18 +110,6 @@ struct Buffer
             putUint(v);
     }
 
-    /// Drop the first `n` bytes (after a partial write).
-    void consume(size_t n)
-    {
-        if (n >= len)
-            len = 0;
-        else
-        {
-            memmove(ptr, ptr + n, len - n);
-            len -= n;
-        }
-    }
-
     const(ubyte)[] data() const return { return ptr[0 .. len]; }
 }
 
