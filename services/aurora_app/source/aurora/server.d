@@ -650,70 +650,63 @@ private:
                 return WriteResult.closed;
             }
             size_t sent = 0;
-            while (sent < scratchOut.len)
-            {
-                const n = write(c.fd, scratchOut.ptr + sent, scratchOut.len - sent);
-                if (n > 0)
-                {
-                    sent += n;
-                    c.lastActivityMs = nowMs;
-                }
-                else if (n < 0 && errno == EINTR)
-                    continue;
-                else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-                {
-                    // keep the rest for EPOLLOUT
-                    c.wbuf.put(scratchOut.ptr[sent .. scratchOut.len]);
-                    c.wsent = 0;
-                    scratchOut.len = 0;
-                    if (c.wbuf.failed)
-                    {
-                        closeConn(c);
-                        return WriteResult.closed;
-                    }
-                    c.writeBlocked = true;
-                    return WriteResult.blocked;
-                }
-                else
-                {
-                    scratchOut.len = 0;
-                    closeConn(c);
-                    return WriteResult.closed;
-                }
-            }
+            const r = writeOut(c, scratchOut.ptr, scratchOut.len, sent);
+            if (r == Sent.blocked)
+                c.wbuf.put(scratchOut.ptr[sent .. scratchOut.len]); // the rest waits for EPOLLOUT
             scratchOut.len = 0;
-        }
-        else
-        {
-            if (c.wbuf.failed)
+            c.wsent = 0;
+            if (r == Sent.failed || c.wbuf.failed)
             {
                 closeConn(c);
                 return WriteResult.closed;
             }
-            while (c.wsent < c.wbuf.len)
+            if (r == Sent.blocked)
             {
-                const n = write(c.fd, c.wbuf.ptr + c.wsent, c.wbuf.len - c.wsent);
-                if (n > 0)
-                {
-                    c.wsent += n;
-                    c.lastActivityMs = nowMs;
-                }
-                else if (n < 0 && errno == EINTR)
-                    continue;
-                else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-                {
-                    c.writeBlocked = true;
-                    return WriteResult.blocked;
-                }
-                else
-                {
-                    closeConn(c);
-                    return WriteResult.closed;
-                }
+                c.writeBlocked = true;
+                return WriteResult.blocked;
             }
-            c.wbuf.len = c.wsent = 0;
+            return WriteResult.done;
         }
-        return WriteResult.done;
+        if (c.wbuf.failed)
+        {
+            closeConn(c);
+            return WriteResult.closed;
+        }
+        final switch (writeOut(c, c.wbuf.ptr, c.wbuf.len, c.wsent))
+        {
+        case Sent.all:
+            c.wbuf.len = c.wsent = 0;
+            return WriteResult.done;
+        case Sent.blocked:
+            c.writeBlocked = true;
+            return WriteResult.blocked;
+        case Sent.failed:
+            closeConn(c);
+            return WriteResult.closed;
+        }
+    }
+
+    enum Sent { all, blocked, failed }
+
+    /// `write` bytes `sent .. len` of `p` until all are out, the socket is full, or it fails.
+    Sent writeOut(Connection* c, const(ubyte)* p, size_t len, ref size_t sent)
+    {
+        while (sent < len)
+        {
+            const n = write(c.fd, p + sent, len - sent);
+            if (n > 0)
+            {
+                sent += n;
+                c.lastActivityMs = nowMs;
+            }
+            else if (n < 0 && errno == EINTR)
+                continue;
+            else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                return Sent.blocked;
+            else
+                return Sent.failed;
+        }
+        return Sent.all;
     }
 
     void drainLinger(Connection* c)
