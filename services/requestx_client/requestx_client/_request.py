@@ -17,6 +17,7 @@ from .structures import CaseInsensitiveDict
 _NO_BODY_METHODS = ("GET", "HEAD")
 # what may stand in a URL as it is; anything else in the path, query or fragment is percent-encoded
 _URL_SAFE = "!#$%&'()*+,/:;=?@[]~"
+_NO_PATH = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://[^/?#]*(?=[?#]|$)")  # an http(s) URL without a path
 _NEEDS_QUOTING = re.compile(r"[^!#$%&'()*+,\-./0-9:;=?@A-Z\[\]_a-z~]")
 
 
@@ -147,6 +148,9 @@ class PreparedRequest(RequestHooksMixin):
             url = add_params(url, params)
         if _NEEDS_QUOTING.search(url):
             url = _requote(url)
+        m = _NO_PATH.match(url)
+        if m is not None:  # "http://host" or "http://host?q": the path is "/", as requests sends it
+            url = url[:m.end()] + "/" + url[m.end():]
         self.url = url
 
     def prepare_headers(self, headers: Any) -> None:

@@ -63,3 +63,8 @@ class HTTPProxyAuth(HTTPBasicAuth):
 from .digest import HTTPDigestAuth  # noqa: E402  (digest.py builds on AuthBase above)
 
 __all__ = ["AuthBase", "BearerAuth", "HTTPBasicAuth", "HTTPBearerAuth", "HTTPDigestAuth", "HTTPProxyAuth"]
+
+
+def _basic_auth_str(username: str | bytes, password: str | bytes) -> str:
+    """The value of a Basic ``Authorization`` header (requests' helper of the same name)."""
+    return _basic_value(username, password)

@@ -281,6 +281,16 @@ class RequestsCookieJar(CookieJar, MutableMapping[str, str]):  # type: ignore[mi
     def items(self) -> list[tuple[str, str]]:  # type: ignore[override]
         return [(c.name, c.value) for c in self._all()]  # type: ignore[misc]
 
+    # requests keeps the Python 2 spellings; code written against it still calls them
+    def iterkeys(self) -> Iterator[str]:
+        return iter(self.keys())
+
+    def itervalues(self) -> Iterator[str]:
+        return iter(self.values())
+
+    def iteritems(self) -> Iterator[tuple[str, str]]:
+        return iter(self.items())
+
     def list_domains(self) -> list[str]:
         return list(dict.fromkeys(c.domain for c in self._all()))
 

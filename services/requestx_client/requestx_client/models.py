@@ -9,6 +9,7 @@ import json as _json
 from collections.abc import Iterator
 from http import HTTPStatus
 from typing import Any
+from urllib.parse import urlencode  # noqa: F401  (requests.models re-exports it)
 
 from . import exceptions as exc
 from ._json import loads_like_json

@@ -4,6 +4,7 @@ as in requests; ``send()`` follows redirects and runs the response hooks on ever
 
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
 from typing import Any
 
@@ -14,6 +15,7 @@ from .adapters import BaseAdapter, HTTPAdapter, current_recorder, split_timeout
 from .cookies import extract_cookies_to_jar
 from .hooks import dispatch_hook
 from .models import REDIRECT_STATI, Response
+from .utils import get_netrc_auth  # noqa: F401  (requests.sessions exposes it)
 
 __all__ = ["Session", "session"]
 
@@ -106,8 +108,8 @@ class Session(ClientBase):
         elif proxies is None:
             proxies = self.proxies
         verify = self.verify if verify is None else verify
-        if verify is True and self._env_bundle:
-            verify = self._env_bundle
+        if verify is True and self.trust_env:  # read now, as requests does: the environment may have changed
+            verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
         return {"proxies": proxies, "stream": self.stream if stream is None else stream, "verify": verify,
                 "cert": self.cert if cert is None else cert}
 
