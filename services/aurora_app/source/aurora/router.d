@@ -27,7 +27,7 @@ struct Params
 
     /// `part` percent-decoded: `part` itself when it has no '%'; else a copy in this struct's room,
     /// or null when an escape is malformed or the room is full (the route then does not match).
-    private const(char)[] decode(const(char)[] part)
+    private const(char)[] decode(return scope const(char)[] part) return
     {
         import std.ascii : isHexDigit;
 
