@@ -17,7 +17,7 @@ from .cookies import RequestsCookieJar, cookiejar_from_dict, extract_cookies_to_
 from .metrics import Recorder, client_metrics
 from .models import Response
 from .structures import CaseInsensitiveDict
-from .utils import default_headers, default_user_agent, get_netrc_auth
+from .utils import default_headers, default_user_agent, env_ca_bundle, get_netrc_auth
 
 __all__ = ["DEFAULT_REDIRECT_LIMIT", "ClientBase", "default_headers", "default_user_agent", "split_timeout"]
 
@@ -73,8 +73,6 @@ class ClientBase:
         self.hooks: dict[str, list[Any]] = {"response": []}
         self.stream = False
         self.cert = None
-        self._env_bundle = (os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")) \
-            if trust_env else None
         # limits of plain-http responses (bytes as sent, and after decoding): None = none, as requests
         self._pool_args = (trust_env, pool_maxsize, pool_idle_timeout, max_body_size, max_decoded_size)
         self._recorder: Recorder | None = None
@@ -150,8 +148,8 @@ class ClientBase:
         c = cert_paths(c) if c is not None else None
         connect, read, total = split_timeout(timeout if timeout is not None else self.timeout, self.total_timeout)
         v = self.verify if verify is None else verify
-        if v is True and self._env_bundle:
-            v = self._env_bundle
+        if v is True and self.trust_env:
+            v = env_ca_bundle() or True
         elif isinstance(v, os.PathLike):
             v = os.fspath(v)
         plist = None

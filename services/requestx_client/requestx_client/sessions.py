@@ -4,7 +4,6 @@ as in requests; ``send()`` follows redirects and runs the response hooks on ever
 
 from __future__ import annotations
 
-import os
 from collections import OrderedDict
 from typing import Any
 
@@ -15,7 +14,7 @@ from .adapters import BaseAdapter, HTTPAdapter, current_recorder, split_timeout
 from .cookies import extract_cookies_to_jar
 from .hooks import dispatch_hook
 from .models import REDIRECT_STATI, Response
-from .utils import get_netrc_auth  # noqa: F401  (requests.sessions exposes it)
+from .utils import env_ca_bundle, get_netrc_auth  # noqa: F401  (requests.sessions exposes get_netrc_auth)
 
 __all__ = ["Session", "session"]
 
@@ -109,7 +108,7 @@ class Session(ClientBase):
             proxies = self.proxies
         verify = self.verify if verify is None else verify
         if verify is True and self.trust_env:  # read now, as requests does: the environment may have changed
-            verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
+            verify = env_ca_bundle() or True
         return {"proxies": proxies, "stream": self.stream if stream is None else stream, "verify": verify,
                 "cert": self.cert if cert is None else cert}
 

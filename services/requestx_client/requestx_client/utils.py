@@ -113,3 +113,8 @@ def get_netrc_auth(url: str, raise_errors: bool = False) -> tuple[str, str] | No
         return None
     login, account, password = entry
     return (login or account or ""), (password or "")
+
+
+def env_ca_bundle() -> str | None:
+    """The CA bundle named by REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE, read at each call as requests does."""
+    return os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or None

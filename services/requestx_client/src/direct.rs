@@ -417,7 +417,7 @@ fn is_timeout(e: &io::Error) -> bool {
     matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut)
 }
 
-fn read_timeout_failure() -> Failure {
+pub(crate) fn read_timeout_failure() -> Failure {
     Failure::new(ErrKind::ReadTimeout, "error reading from the connection: operation timed out (read timeout)")
 }
 

@@ -547,12 +547,8 @@ async fn collect_body(
 async fn next_chunk(resp: &mut reqwest::Response, read: Option<Duration>, via_proxy: bool) -> Result<Option<Bytes>, Failure> {
     timeouts::within(read, resp.chunk())
         .await
-        .map_err(|()| read_timeout_failure())?
+        .map_err(|()| direct::read_timeout_failure())?
         .map_err(|e| classify(e, Phase::Body, via_proxy))
-}
-
-fn read_timeout_failure() -> Failure {
-    Failure::new(ErrKind::ReadTimeout, "error reading from the connection: operation timed out (read timeout)")
 }
 
 async fn execute(p: Prepared) -> Result<Done, Failure> {
@@ -579,7 +575,7 @@ async fn execute_inner(p: Prepared, probe: Option<Arc<timing::Probe>>) -> Result
         let sent = timeouts::with_connect_timeout(connect, client.execute(request));
         let mut resp = timeouts::within(read, sent)
             .await
-            .map_err(|()| read_timeout_failure())?
+            .map_err(|()| direct::read_timeout_failure())?
             .map_err(|e| classify(e, Phase::Send, via_proxy))?;
         if let Some(p) = &probe {
             p.head();
