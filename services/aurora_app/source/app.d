@@ -3,24 +3,24 @@
  *
  *   aurora_app [--host 127.0.0.1] [--port 8083] [--workers N] [--no-metrics] [...]
  *
- * Prints "listening on HOST:PORT" once the sockets are bound (with --port 0 the
- * port is the one the OS chose). SIGTERM or SIGINT: stop accepting, finish the
- * requests in flight, exit 0.
+ * One user of `aurora.serve`: it prints "listening on HOST:PORT" once the sockets are bound (with --port 0 the
+ * port is the one the OS chose); SIGTERM or SIGINT: stop accepting, finish the requests in flight, exit 0.
  */
 module app;
 
-import core.stdc.stdlib : exit;
-import core.sys.posix.signal;
-import core.thread : Thread;
 import std.getopt;
-import std.stdio : stderr, stdout, writefln;
+import std.stdio : stderr;
 
-import aurora.metrics;
-import perfkit_metrics.exposition : contentType, negotiate;
+import aurora.json : putJson;
+import aurora.metrics : renderMetrics;
+import aurora.offload : offload;
 import aurora.parser : Method, Request;
+import aurora.query : queryValue;
 import aurora.response : Response;
 import aurora.router;
-import aurora.server;
+import aurora.serve : serve;
+import aurora.server : ServerConfig, publishGcCounter;
+import perfkit_metrics.exposition : contentType, negotiate;
 
 // ------------------------------------------------------------------ handlers
 @nogc nothrow
@@ -94,39 +94,93 @@ import aurora.server;
     {
         res.send(200, "application/octet-stream", req.body);
     }
-}
 
-Router buildRouter()
-{
-    Router r;
-    r.add(Method.GET, "/plaintext", &plaintext);
-    r.add(Method.GET, "/json", &json);
-    r.add(Method.GET, "/json-large", &jsonLarge);
-    r.add(Method.GET, "/metrics", &metricsEndpoint);
-    r.add(Method.GET, "/healthz", &healthz);
-    r.add(Method.GET, "/hello/:name", &hello);
-    r.add(Method.POST, "/echo", &echo);
-    return r;
-}
-
-// ------------------------------------------------------------------ main
-uint usableCpus()
-{
-    import core.sys.linux.sched : cpu_set_t, sched_getaffinity, CPU_COUNT;
-    cpu_set_t set;
-    if (sched_getaffinity(0, set.sizeof, &set) == 0)
+    /// A user as the typed-route workloads return it.
+    struct User
     {
-        const n = CPU_COUNT(&set);
-        if (n > 0)
-            return n;
+        long id;
+        const(char)[] name;
+        bool active;
+        long[3] scores;
     }
-    return 1;
+
+    /// `/users/:id<int>`: the typed parameter as a number, the answer a struct written as JSON.
+    void user(ref const Request, ref Response res, ref const Params p)
+    {
+        const id = p.integer("id");
+        res.begin(200, "application/json");
+        res.putJson(User(id, "user", id % 2 == 0, [id, id * 2, id * 3]));
+        res.finish();
+    }
+
+    /// `/query?id=N&name=S`: query parameters, decoded; 400 without a numeric id.
+    void query(ref const Request req, ref Response res, ref const Params)
+    {
+        char[64] idRoom, nameRoom;
+        const idText = queryValue(req.query, "id", idRoom);
+        long id;
+        if (idText is null || !parseLong(idText, true, id))
+        {
+            res.send(400, "text/plain", "id must be an integer\n");
+            return;
+        }
+        const name = queryValue(req.query, "name", nameRoom);
+        res.begin(200, "application/json");
+        res.putJson(User(id, name is null ? "anonymous" : name, true, [id, 0, 0]));
+        res.finish();
+    }
+}
+
+/// `/offload?ms=N` (default 1, at most 1000): N ms of blocking work (a sleep, as a file or database call
+/// would block) run on the offload pool; the worker serves other connections meanwhile.
+void blockingWork(ref const Request req, ref Response res, ref const Params)
+{
+    import core.thread : Thread;
+    import core.time : msecs;
+
+    char[16] room;
+    const text = queryValue(req.query, "ms", room);
+    long ms = 1;
+    if (text !is null && (!parseLong(text, false, ms) || ms > 1000))
+    {
+        res.send(400, "text/plain", "ms must be an integer from 0 to 1000\n");
+        return;
+    }
+    const slept = offload(() { Thread.sleep(msecs(ms)); return ms; });
+    res.begin(200, "application/json");
+    res.put(`{"slept_ms":`);
+    res.putInt(slept);
+    res.putChar('}');
+    res.finish();
+}
+
+/// `/fail`: a fiber handler that throws (the client gets 500, the log a line).
+void fail(ref const Request, ref Response, ref const Params)
+{
+    throw new Exception("this handler always fails");
+}
+
+Router* buildRouter()
+{
+    auto r = new Router;
+    r.get("/plaintext", &plaintext);
+    r.get("/json", &json);
+    r.get("/json-large", &jsonLarge);
+    r.get("/metrics", &metricsEndpoint);
+    r.get("/healthz", &healthz);
+    r.get("/hello/:name", &hello);
+    r.post("/echo", &echo);
+    r.get("/users/:id<int>", &user);
+    r.get("/query", &query);
+    r.get("/offload", &blockingWork);
+    r.get("/fail", &fail);
+    return r;
 }
 
 int main(string[] args)
 {
     ServerConfig cfg;
-    uint maxBody = cast(uint) cfg.limits.maxBody;
+    auto limits = &cfg.limits;
     bool noMetrics;
     try
     {
@@ -134,13 +188,20 @@ int main(string[] args)
             "host", "address to bind (IPv4 or IPv6, default 127.0.0.1)", &cfg.host,
             "port", "port (default 8083; 0 = ephemeral, the bound port is printed)", &cfg.port,
             "workers", "worker threads (default: one per usable CPU)", &cfg.workers,
+            "offload-threads", "threads for the blocking work of fiber handlers (default 16)", &cfg.offloadThreads,
             "header-timeout-ms", "time allowed for a request's header section", &cfg.headerTimeoutMs,
             "request-timeout-ms", "time allowed for a whole request, header section and body (default 60000)",
                 &cfg.requestTimeoutMs,
             "idle-timeout-ms", "keep-alive idle timeout", &cfg.idleTimeoutMs,
             "drain-timeout-ms", "graceful shutdown limit", &cfg.drainTimeoutMs,
             "max-connections", "open connections over all workers", &cfg.maxConnections,
-            "max-body", "largest request body in bytes", &maxBody,
+            "max-body", "largest request body in bytes (413 above)", &limits.maxBody,
+            "max-request-line", "longest request line in bytes (414 above)", &limits.maxRequestLine,
+            "max-header-bytes", "largest header section in bytes, request line included (431 above)",
+                &limits.maxHeaderBytes,
+            "max-headers", "most header fields in a request, at most 128 (431 above)", &limits.maxHeaders,
+            "max-chunk-line", "longest chunk-size line of a chunked body (400 above)", &limits.maxChunkLine,
+            "server-name", "the Server header of every response (\"\" for none)", &cfg.serverName,
             "no-metrics", "record no request metrics (no timing, no hot-path samples; /metrics still serves"
                 ~ " the connection and GC metrics): the 'off' side of measuring the recording overhead", &noMetrics);
         if (help.helpWanted)
@@ -159,105 +220,6 @@ int main(string[] args)
         stderr.writefln("aurora_app: unexpected argument %s (see --help)", args[1]);
         return 2;
     }
-    if (cfg.headerTimeoutMs == 0 || cfg.requestTimeoutMs == 0 || cfg.idleTimeoutMs == 0 || cfg.maxConnections == 0)
-    {
-        stderr.writefln("aurora_app: timeouts and --max-connections must be positive");
-        return 2;
-    }
-    cfg.limits.maxBody = maxBody;
     cfg.metrics = !noMetrics;
-    if (cfg.workers == 0)
-        cfg.workers = usableCpus();
-    if (cfg.workers > 256)
-    {
-        stderr.writefln("aurora_app: --workers must be at most 256");
-        return 2;
-    }
-
-    // room for --max-connections descriptors (as far as the hard limit allows)
-    {
-        import core.sys.posix.sys.resource : rlimit, getrlimit, setrlimit, RLIMIT_NOFILE;
-        rlimit rl;
-        if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
-        {
-            const want = cast(ulong) cfg.maxConnections + 64 + 8 * cfg.workers;
-            if (rl.rlim_cur < want)
-            {
-                rl.rlim_cur = want < rl.rlim_max ? want : rl.rlim_max;
-                setrlimit(RLIMIT_NOFILE, &rl);
-            }
-        }
-    }
-
-    // SIGTERM/SIGINT are taken by sigwait in this thread; workers inherit the mask
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &sigs, null);
-    signal(SIGPIPE, SIG_IGN);
-
-    auto router = new Router;
-    *router = buildRouter();
-    string[] labels;
-    foreach (ref r; router.routes)
-        labels ~= r.pattern;
-    initMetrics(labels, cfg.workers);
-
-    if (cfg.port != 0 && portTaken(cfg.host, cfg.port))
-    {
-        stderr.writefln("aurora_app: %s:%s: address already in use", cfg.host, cfg.port);
-        return 1;
-    }
-    auto workers = new Worker*[cfg.workers];
-    ushort port = cfg.port;
-    foreach (i; 0 .. cfg.workers)
-    {
-        string err;
-        ushort bound;
-        const fd = openListener(cfg.host, port, cfg.backlog, bound, err);
-        if (fd < 0)
-        {
-            stderr.writefln("aurora_app: %s:%s: %s", cfg.host, port, err);
-            return 1;
-        }
-        port = bound; // the other workers join the same (possibly ephemeral) port
-        auto w = new Worker;
-        w.id = cast(int) i;
-        w.cfg = &cfg;
-        w.router = router;
-        w.metrics = workerMetrics[i];
-        if (!w.setup(fd))
-        {
-            stderr.writefln("aurora_app: epoll setup failed");
-            return 1;
-        }
-        workers[i] = w;
-    }
-
-    Thread[] threads;
-    foreach (w; workers)
-    {
-        auto t = new Thread(&w.run);
-        t.isDaemon = false;
-        t.start();
-        threads ~= t;
-    }
-    import std.algorithm.searching : canFind;
-
-    // an IPv6 address in brackets, as in a URL: "listening on [::1]:8083"
-    const shown = cfg.host.canFind(':') && cfg.host[0] != '[' ? "[" ~ cfg.host ~ "]" : cfg.host;
-    writefln("listening on %s:%s (%s worker%s)", shown, port, cfg.workers,
-             cfg.workers == 1 ? "" : "s");
-    stdout.flush();
-
-    int sig;
-    while (sigwait(&sigs, &sig) != 0) {}
-    stderr.writefln("aurora_app: signal %s, draining connections", sig);
-    foreach (w; workers)
-        (cast(shared) w).wake();
-    foreach (t; threads)
-        t.join();
-    stderr.writefln("aurora_app: stopped");
-    return 0;
+    return serve(buildRouter(), cfg);
 }

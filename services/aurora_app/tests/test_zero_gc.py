@@ -15,6 +15,9 @@ MIX = [
     get("/json-large"),
     get("/hello/gc"),
     get("/healthz"),
+    get("/users/42"),                 # typed parameter, struct written as JSON
+    get("/query?id=7&name=a+b%21"),   # query parameters decoded
+    get("/offload?ms=0"),             # a fiber handler that waits for the offload pool
     get("/missing"),
     get("/json", method="DELETE"),
     get("/plaintext", method="HEAD"),

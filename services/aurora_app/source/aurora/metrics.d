@@ -14,7 +14,6 @@ import core.memory : GC;
 import perfkit_metrics;
 import aurora.parser : ParsedMethod = Method;
 
-enum serviceName = "aurora_app";
 /// Route label of requests the parser rejected (no route was looked at).
 enum invalidRouteLabel = "<invalid>";
 
@@ -54,9 +53,9 @@ private immutable Method[ParsedMethod.max + 1] methodLabelOf = [
     Method.GET, Method.HEAD, Method.POST, Method.PUT, Method.DELETE, Method.PATCH, Method.OPTIONS, Method.OTHER,
 ];
 
-/// Register every family and series, then allocate one shard per worker; call once at start-up, before the
+/// Register every family and series (labelled `service="<serviceName>"`), then allocate one shard per worker; call once at start-up, before the
 /// workers run (the unittests call it again: the previous registry is dropped).
-void initMetrics(const(string)[] routes, size_t workers)
+void initMetrics(string serviceName, const(string)[] routes, size_t workers)
 {
     if (registry !is null)
         registry.dispose();
@@ -174,7 +173,7 @@ version (unittest)
 
 unittest
 {
-    initMetrics(["/a", "/b/:id"], 2);
+    initMetrics("aurora_app", ["/a", "/b/:id"], 2);
     observe(workerMetrics[0], routeLabel(0), ParsedMethod.GET, "GET", 200, 30_000);
     observe(workerMetrics[1], routeLabel(0), ParsedMethod.GET, "GET", 204, 20_000_000_000);
     observe(workerMetrics[1], routeLabel(1), ParsedMethod.POST, "POST", 503, 1);
@@ -203,7 +202,7 @@ unittest
 unittest
 {
     // the hot-path histogram: every hot path exported, summed over workers
-    initMetrics(["/a"], 3);
+    initMetrics("aurora_app", ["/a"], 3);
     observeHot(workerMetrics[0], Hotpath.parse, 1_000);          // 1 µs: first bucket
     observeHot(workerMetrics[2], Hotpath.parse, 30_000);         // 30 µs: le=5e-05
     observeHot(workerMetrics[1], Hotpath.handle, 25_000);        // on a bound: le=2.5e-05
@@ -252,7 +251,7 @@ unittest
 unittest
 {
     // before any sample, the three hot paths are exported at 0; OpenMetrics on request
-    initMetrics(["/a"], 1);
+    initMetrics("aurora_app", ["/a"], 1);
     const s = scrape(Format.openMetrics);
     import std.algorithm.searching : canFind, endsWith;
     foreach (p; ["parse", "handle", "write"])
@@ -270,7 +269,7 @@ unittest
 unittest
 {
     // recording and scraping allocate nothing on the GC heap
-    initMetrics(["/a"], 1);
+    initMetrics("aurora_app", ["/a"], 1);
     static void requestPath(WorkerMetrics* w) @nogc nothrow
     {
         observe(w, routeLabel(0), ParsedMethod.GET, "GET", 200, 1_000);

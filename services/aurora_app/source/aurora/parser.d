@@ -29,6 +29,18 @@ struct Limits
     size_t maxHeaders = 64;             /// 431
     size_t maxBody = 1024 * 1024;       /// 413 Content Too Large
     size_t maxChunkLine = 1024;         /// 400 (chunk size + extensions)
+
+    /// What makes these limits unusable, or null.
+    string error() const
+    {
+        if (maxRequestLine < 16 || maxHeaderBytes < maxRequestLine)
+            return "--max-request-line must be at least 16 and at most --max-header-bytes";
+        if (maxHeaders == 0 || maxHeaders > maxHeaderSlots)
+            return "--max-headers must be between 1 and 128";
+        if (maxChunkLine < 3)
+            return "--max-chunk-line must be at least 3";
+        return null;
+    }
 }
 
 enum maxHeaderSlots = 128;
@@ -63,6 +75,48 @@ struct Request
     ulong contentLength;
 
     const(Header)[] headerList() const return { return headers[0 .. headerCount]; }
+
+    /// `src` copied (its header slots in use only): the slices still point where `src`'s do.
+    void copyFrom(ref const Request src)
+    {
+        methodText = src.methodText;
+        method = src.method;
+        target = src.target;
+        path = src.path;
+        query = src.query;
+        minorVersion = src.minorVersion;
+        headerCount = src.headerCount;
+        headers[0 .. headerCount] = src.headers[0 .. headerCount];
+        body = src.body;
+        keepAlive = src.keepAlive;
+        chunked = src.chunked;
+        hasContentLength = src.hasContentLength;
+        contentLength = src.contentLength;
+    }
+
+    /// Point every slice that lies in `[from, from + len)` to the same offset from `to` (the request's
+    /// bytes were moved there).
+    void rebase(const(void)* from, size_t len, const(void)* to)
+    {
+        static T[] shift(T)(T[] s, const(void)* from, size_t len, const(void)* to)
+        {
+            const p = cast(const(ubyte)*) s.ptr, f = cast(const(ubyte)*) from;
+            if (s.length == 0 || p < f || p >= f + len)
+                return s;
+            return cast(T[]) (cast(const(ubyte)*) to)[p - f .. p - f + s.length];
+        }
+
+        methodText = shift(methodText, from, len, to);
+        target = shift(target, from, len, to);
+        path = shift(path, from, len, to);
+        query = shift(query, from, len, to);
+        foreach (ref h; headers[0 .. headerCount])
+        {
+            h.name = shift(h.name, from, len, to);
+            h.value = shift(h.value, from, len, to);
+        }
+        body = shift(body, from, len, to);
+    }
 
     /// First header with that name (case-insensitive), or null.
     const(char)[] header(const(char)[] name) const
@@ -825,4 +879,21 @@ unittest
         assert(p.parse(buf.ptr, len, r) == ParseStatus.needMore);
         assert(p.headComplete && p.expectContinue == want);
     }
+}
+
+unittest
+{   // a copy rebased onto moved bytes reads the same request
+    char[64] a, b;
+    const text = "GET /p?q=1 HTTP/1.1\r\nHost: h\r\nX: y\r\n\r\n";
+    a[0 .. text.length] = text;
+    Parser p;
+    Request r, c;
+    size_t len = text.length;
+    assert(p.parse(cast(ubyte*) a.ptr, len, r) == ParseStatus.done);
+    c.copyFrom(r);
+    b[] = a[];
+    a[] = 'z';
+    c.rebase(a.ptr, a.length, b.ptr);
+    assert(c.methodText == "GET" && c.path == "/p" && c.query == "q=1" && c.header("x") == "y");
+    assert(c.headerCount == 2 && c.keepAlive);
 }

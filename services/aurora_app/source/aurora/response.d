@@ -19,6 +19,39 @@ import core.stdc.stdlib : realloc, free;
 import core.stdc.string : memcpy, memmove;
 import aurora.date : dateLine;
 
+/// The status line and Server header of every code 100..599 for the server name `name`
+/// ("HTTP/1.1 200 OK\r\nServer: aurora\r\n"); an empty name sends no Server header.
+private string[500] statusTable(string name) pure
+{
+    string[500] t;
+    const server = name.length ? "Server: " ~ name ~ "\r\n" : "";
+    foreach (code; 100 .. 600)
+    {
+        char[3] d = [cast(char)('0' + code / 100), cast(char)('0' + code / 10 % 10),
+                     cast(char)('0' + code % 10)];
+        t[code - 100] = "HTTP/1.1 " ~ d.idup ~ " " ~ reasonPhrase(code) ~ "\r\n" ~ server;
+    }
+    return t;
+}
+
+/// Use `name` in the Server header from now on; call before the workers start. False when `name` is not a
+/// valid field value.
+bool setServerName(string name)
+{
+    if (!validFieldValue(name))
+        return false;
+    immutable table = statusTable(name);
+    statusLines = table.idup;
+    return true;
+}
+
+private immutable string[500] defaultStatusLines = statusTable(defaultServerName);
+// the table in use: set once by setServerName before the workers start, read-only after
+private __gshared immutable(string)[] statusLines = defaultStatusLines[];
+
+/// The Server header value of every response (ServerConfig.serverName); "" sends none.
+enum defaultServerName = "aurora";
+
 @nogc nothrow:
 
 /// A growable byte buffer on the C heap (never the GC heap).
@@ -166,19 +199,7 @@ string reasonPhrase(int code) pure
     }
 }
 
-/// "HTTP/1.1 200 OK\r\nServer: aurora\r\n" for every code 100..599, built at compile time.
-private immutable string[500] statusLines = () {
-    string[500] t;
-    foreach (code; 100 .. 600)
-    {
-        char[3] d = [cast(char)('0' + code / 100), cast(char)('0' + code / 10 % 10),
-                     cast(char)('0' + code % 10)];
-        t[code - 100] = "HTTP/1.1 " ~ d.idup ~ " " ~ reasonPhrase(code) ~ "\r\nServer: aurora\r\n";
-    }
-    return t;
-}();
-
-string statusLine(int code) pure
+string statusLine(int code)
 {
     if (code < 100 || code > 599)
         code = 500;

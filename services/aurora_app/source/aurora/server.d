@@ -24,6 +24,7 @@ import core.sys.posix.netinet.in_;
 import core.sys.posix.netinet.tcp : TCP_NODELAY;
 import core.sys.posix.sys.socket;
 import core.sys.posix.unistd : read, write, close;
+import core.sys.posix.sys.uio : iovec, writev;
 import core.sys.posix.arpa.inet : inet_pton;
 
 import aurora.date : refreshDate;
@@ -31,6 +32,8 @@ import aurora.metrics;
 import aurora.parser;
 import aurora.response;
 import aurora.router;
+import aurora.offload : Completions, Job;
+import aurora.task : FiberPool, HandlerFiber, runFiber;
 
 extern (C) int accept4(int, sockaddr*, socklen_t*, int) nothrow @nogc;
 private enum SOCK_NONBLOCK_ = 0x800, SOCK_CLOEXEC_ = 0x80000;
@@ -40,6 +43,9 @@ struct ServerConfig
     string host = "127.0.0.1";
     ushort port = 8083;
     uint workers = 0;                 /// 0: one per CPU this process may run on
+    uint offloadThreads = 16;         /// threads that run the blocking work handlers `offload`
+    string serverName = "aurora";     /// the Server header ("" sends none)
+    string serviceName = "aurora_app"; /// the `service` label of the metrics, the prefix of log lines
     Limits limits;
     uint headerTimeoutMs = 10_000;    /// whole header section must arrive within this
     uint requestTimeoutMs = 60_000;   /// whole request (header section and body) must arrive within this
@@ -56,14 +62,15 @@ private enum size_t scratchSize = 64 * 1024; // the worker's shared input buffer
 private enum size_t highWater = 256 * 1024; // stop parsing while this much output waits
 private enum size_t keepBuffer = 64 * 1024; // a busy connection keeps up to this between requests
 private enum size_t idleBuffer = readChunk;  // an idle (or closed) connection keeps at most this per buffer
+private enum long idleShrinkMs = 1000;      // idle this long, a connection's buffers go back to idleBuffer
 private enum size_t maxPooled = 1024;        // closed connections kept for reuse, per worker
-private enum ulong idListener = 1, idWake = 2;
+private enum ulong idListener = 1, idWake = 2, idResume = 3;
 
 private shared int liveConnections;
 
-private immutable string busyResponse =
-    "HTTP/1.1 503 Service Unavailable\r\nServer: aurora\r\nConnection: close\r\n"
-    ~ "Content-Type: text/plain\r\nContent-Length: 25\r\n\r\nconnection limit reached\n";
+// after statusLine(503), which carries the configured Server header
+private immutable string busyRest =
+    "Connection: close\r\nContent-Type: text/plain\r\nContent-Length: 25\r\n\r\nconnection limit reached\n";
 private immutable string continueResponse = "HTTP/1.1 100 Continue\r\n\r\n";
 
 struct Connection
@@ -86,6 +93,9 @@ struct Connection
     bool peerClosed;
     bool finSeen;         // epoll reported the peer's FIN (EPOLLRDHUP): read on to EOF
     bool sentContinue;
+    bool suspended;       // a fiber handler waits for offloaded work: no reads, writes or closes until it returns
+    bool broken;          // the socket failed while suspended: close when the handler returns
+    HandlerFiber fiber;   // the waiting handler (kept alive by the worker's FiberPool)
     Connection* nextFree;
 }
 
@@ -136,6 +146,8 @@ struct Worker
 
     Request req;
     Params params;
+    FiberPool fibers;
+    Completions done;   // offloaded jobs that finished: their fibers go on
     Buffer scratchIn;   // shared input buffer: requests that arrive whole never touch the connection's
     Buffer scratchOut;  // shared output buffer: written out before the worker moves on
     long nowMs;
@@ -153,12 +165,17 @@ struct Worker
         listenFd = lfd;
         epfd = epoll_create1(EPOLL_CLOEXEC);
         wakeFd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        if (epfd < 0 || wakeFd < 0)
+        const resumeFd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (epfd < 0 || wakeFd < 0 || resumeFd < 0)
             return false;
+        done.setup(resumeFd);
         epoll_event ev;
         ev.events = EPOLLIN;
         ev.data.u64 = idListener;
         if (epoll_ctl(epfd, EPOLL_CTL_ADD, listenFd, &ev) != 0)
+            return false;
+        ev.data.u64 = idResume;
+        if (epoll_ctl(epfd, EPOLL_CTL_ADD, resumeFd, &ev) != 0)
             return false;
         ev.data.u64 = idWake;
         return epoll_ctl(epfd, EPOLL_CTL_ADD, wakeFd, &ev) == 0;
@@ -203,6 +220,8 @@ struct Worker
                     acceptAll();
                 else if (ev.data.u64 == idWake)
                     beginShutdown();
+                else if (ev.data.u64 == idResume)
+                    resumeFinished();
                 else
                     onEvent(cast(Connection*) ev.data.ptr, ev.events);
             }
@@ -221,6 +240,7 @@ struct Worker
         if (listenFd >= 0)
             close(listenFd);
         close(wakeFd);
+        close(done.eventFd);
         close(epfd);
         publishGcCounter();
     }
@@ -248,7 +268,10 @@ private:
             {
                 atomicOp!"-="(liveConnections, 1);
                 connectionRejected(metrics);
-                write(fd, busyResponse.ptr, busyResponse.length);
+                const head = statusLine(503);
+                iovec[2] parts = [iovec(cast(void*) head.ptr, head.length),
+                                  iovec(cast(void*) busyRest.ptr, busyRest.length)];
+                writev(fd, parts.ptr, 2);
                 shutdown(fd, SHUT_WR);
                 close(fd);
                 continue;
@@ -313,6 +336,11 @@ private:
 
     void closeConn(Connection* c)
     {
+        if (c.suspended)
+        {   // its handler still writes into c: closed when it returns
+            c.broken = true;
+            return;
+        }
         close(c.fd); // also removes it from the epoll set
         c.fd = -1;
         atomicOp!"-="(liveConnections, 1);
@@ -352,6 +380,12 @@ private:
     {
         if (c.fd < 0)
             return; // closed earlier in this batch of events (e.g. by shutdown)
+        if (c.suspended)
+        {   // looked at when its handler returns
+            c.broken = c.broken || (ev & EPOLLERR) != 0;
+            c.finSeen = c.finSeen || (ev & (EPOLLRDHUP | EPOLLHUP)) != 0;
+            return;
+        }
         if (ev & EPOLLERR)
         {
             closeConn(c);
@@ -395,6 +429,8 @@ private:
     /// Read, parse and answer; one write per batch of responses.
     void onReadable(Connection* c)
     {
+        if (c.suspended)
+            return;
         if (c.lingering)
         {
             drainLinger(c);
@@ -448,7 +484,7 @@ private:
             }
             if (!flush(c))
                 return;
-            if (c.readPaused && !c.writeBlocked && !c.lingering)
+            if (c.readPaused && !c.writeBlocked && !c.lingering && !c.suspended)
             {
                 c.readPaused = false;
                 continue;
@@ -520,6 +556,12 @@ private:
                 break;
             }
             dispatch(c, outb, timed);
+            if (c.suspended)
+            {   // the request stays in the input until its handler returns (resumeFinished goes on)
+                done = start;
+                c.readPaused = true;
+                break;
+            }
             done = start + c.parser.consumed;
             c.parser.reset();
             c.sentContinue = false;
@@ -543,12 +585,16 @@ private:
             {
                 c.rbuf.put(inb.ptr[done .. inb.len]);
                 c.rconsumed = 0;
+                if (c.suspended) // the waiting handler's request moved with its bytes
+                    c.fiber.rebase(inb.ptr + done, rest, c.rbuf.ptr);
             }
             else
             {   // out of memory: drop the connection after what was answered
                 c.rbuf.failed = false;
                 c.closeAfterWrite = true;
                 c.inRequest = false;
+                if (c.suspended) // its request's bytes are gone: it sees an empty request
+                    c.fiber.forgetRequest();
             }
             inb.len = 0;
         }
@@ -573,14 +619,112 @@ private:
         const t0 = record ? monoNs() : 0;
         const keep = req.keepAlive && !shuttingDown && !c.closeAfterWrite;
         auto res = Response(outb, req.method == Method.HEAD, keep, req.minorVersion == 0);
-        const route = respond(*router, req, params, res);
-        const label = route >= 0 ? routeLabel(route) : unmatchedRoute();
+        const route = routeRequest(*router, req, params, res);
+        if (route >= 0)
+        {
+            auto fast = router.routes[route].fast;
+            if (fast is null)
+            {
+                startFiber(c, res, route, timed, t0);
+                return;
+            }
+            fast(req, res, params);
+        }
+        settle(res);
+        observeRequest(route, req, res.status, t0, timed);
+    }
+
+    /// Record one answered request (route -1: 404, 405, 501, OPTIONS *).
+    void observeRequest(int route, ref const Request r, ushort status, ulong t0, bool timed)
+    {
         if (!record)
             return;
+        const label = route >= 0 ? routeLabel(route) : unmatchedRoute();
         const ns = monoNs() - t0;
-        observe(metrics, label, req.method, req.methodText, res.status, ns);
+        observe(metrics, label, r.method, r.methodText, status, ns);
         if (timed) // the same interval: router + handler building the response
             observeHot(metrics, Hotpath.handle, ns);
+    }
+
+    /// Run the route's fiber handler. When it waits for offloaded work, `c` is suspended: its response goes to
+    /// its own buffer (the shared one is written out before the worker moves on).
+    void startFiber(Connection* c, ref Response res, int route, bool timed, ulong t0)
+    {
+        auto f = fibers.take(&done);
+        f.req.copyFrom(req);
+        f.params.copyFrom(params);
+        f.res = res;
+        f.handler = router.routes[route].slow;
+        f.conn = c;
+        f.route = route;
+        f.timed = timed;
+        f.startNs = t0;
+        if (runFiber(f, true))
+        {
+            finishFiber(f);
+            return;
+        }
+        c.suspended = true;
+        c.fiber = f;
+        if (f.res.buf is &scratchOut)
+        {
+            c.wbuf.put(scratchOut.data); // c.wbuf is empty while the shared buffer is in use: offsets hold
+            scratchOut.len = 0;
+            f.res.buf = &c.wbuf;
+        }
+    }
+
+    /// A fiber handler returned: check its response, record it, give the fiber back.
+    void finishFiber(HandlerFiber f)
+    {
+        settle(f.res);
+        observeRequest(f.route, f.req, f.res.status, f.startNs, f.timed);
+        fibers.give(f);
+    }
+
+    /// The offloaded jobs that finished: their fibers go on; a handler that returns completes its request and
+    /// its connection carries on with what it has buffered or what arrived meanwhile.
+    void resumeFinished()
+    {
+        auto j = done.takeAll();
+        while (j !is null)
+        {
+            auto f = cast(HandlerFiber) j.owner;
+            j = j.next; // the job lives on the fiber's stack: read before resuming it
+            if (runFiber(f, false))
+                completeSuspended(f);
+        }
+    }
+
+    void completeSuspended(HandlerFiber f)
+    {
+        auto c = cast(Connection*) f.conn;
+        const keep = f.req.keepAlive;
+        finishFiber(f);
+        c.suspended = false;
+        c.fiber = null;
+        c.readPaused = false;
+        c.lastActivityMs = nowMs;
+        if (c.broken)
+        {
+            closeConn(c);
+            return;
+        }
+        // its request is answered: drop its bytes, go on with the rest
+        c.rconsumed += c.parser.consumed;
+        c.parser.reset();
+        c.sentContinue = false;
+        c.requestStartMs = nowMs;
+        if (!keep || shuttingDown)
+            c.closeAfterWrite = true;
+        if (c.rconsumed >= c.rbuf.len || c.closeAfterWrite)
+        {
+            c.rbuf.len = c.rconsumed = 0;
+            c.inRequest = false;
+        }
+        onReadable(c);
+        if (c.fd >= 0 && !c.suspended && c.wbuf.len && !c.writeBlocked)
+            flush(c);
     }
 
     /// Answer with an error and close after the write; the input is dropped.
@@ -602,6 +746,8 @@ private:
     /// the socket does not take now moves to the connection's own buffer.
     bool flush(Connection* c)
     {
+        if (c.suspended)
+            return true; // its handler may be half-way through a response: written when it returns
         const timed = hotWrite;
         hotWrite = false;
         MonoTime t0;
@@ -740,6 +886,8 @@ private:
         foreach_reverse (i; 0 .. nconns)
         {
             auto c = conns[i];
+            if (c.suspended)
+                continue; // its handler waits for offloaded work (a drain waits for it too)
             if (c.lingering)
             {
                 if (nowMs >= c.lingerUntilMs)
@@ -770,9 +918,13 @@ private:
             else if (idleFor >= cfg.idleTimeoutMs || shuttingDown)
                 closeConn(c);
             else
-            {   // idle keep-alive connection: back to the small buffers
-                c.rbuf.shrink(idleBuffer);
-                c.wbuf.shrink(idleBuffer);
+            {   // idle keep-alive connection: back to the small buffers (not one that is merely between two
+                // requests of a steady stream: it would only grow them again)
+                if (idleFor >= idleShrinkMs)
+                {
+                    c.rbuf.shrink(idleBuffer);
+                    c.wbuf.shrink(idleBuffer);
+                }
                 bufBytes += c.rbuf.cap + c.wbuf.cap;
             }
         }
@@ -802,23 +954,17 @@ private:
         foreach_reverse (i; 0 .. nconns)
         {
             auto c = conns[i];
-            if (!c.inRequest && !c.writeBlocked && !c.lingering)
+            if (!c.inRequest && !c.writeBlocked && !c.lingering && !c.suspended)
                 closeConn(c);
         }
     }
 }
 
 /**
- * Answer a parsed request into `res`: 501 for a method the server does not
- * implement, `OPTIONS *` with the server's Allow, the route's handler, or
- * 404/405. Returns the route index, -1 when no route answered.
- *
- * A handler that misuses the builder, or writes no response, never gets a
- * broken response out: what it wrote is taken back and one clean 500 is
- * written instead.
+ * Route a parsed request: 501 for a method the server does not implement, `OPTIONS *` with the server's Allow,
+ * 404/405 are answered into `res` here (-1 is returned); else the route's index, its handler to be run.
  */
-int respond(ref const Router router, ref const Request req, ref Params params,
-            ref Response res) @nogc nothrow
+int routeRequest(ref const Router router, ref const Request req, ref Params params, ref Response res) @nogc nothrow
 {
     if (req.method == Method.OTHER)
     {
@@ -831,21 +977,25 @@ int respond(ref const Router router, ref const Request req, ref Params params,
         return -1;
     }
     const m = router.match(req.method, req.path, params);
-    if (m.route < 0)
-    {
-        if (m.allowHeader.length)
-            res.send(405, "text/plain", "method not allowed\n", m.allowHeader);
-        else
-            res.send(404, "text/plain", "not found\n");
-        return -1;
-    }
-    router.routes[m.route].handler(req, res, params);
-    if (!res.complete)
-    {
-        res.discard();
-        res.send(500, "text/plain", "handler error\n");
-    }
-    return m.route;
+    if (m.route >= 0)
+        return m.route;
+    if (m.allowHeader.length)
+        res.send(405, "text/plain", "method not allowed\n", m.allowHeader);
+    else
+        res.send(404, "text/plain", "not found\n");
+    return -1;
+}
+
+/**
+ * A handler that misused the builder, or wrote no response, never gets a broken response out: what it wrote is
+ * taken back and one clean 500 is written instead.
+ */
+void settle(ref Response res) @nogc nothrow
+{
+    if (res.complete)
+        return;
+    res.discard();
+    res.send(500, "text/plain", "handler error\n");
 }
 
 /// A listening address: `host` is an IPv4 address, an IPv6 address (with or without brackets) or

@@ -1,0 +1,155 @@
+/**
+ * Handler fibers: a fiber handler runs in one of its worker's pooled fibers, so that it can wait for offloaded
+ * work while the worker goes on serving other connections. A fiber runs request after request (its function
+ * loops), so a pooled fiber costs no allocation per request.
+ *
+ * The fiber owns copies of the request and parameters: the worker's own are overwritten by the next request
+ * it parses while this one waits.
+ */
+module aurora.task;
+
+import core.thread : Fiber;
+
+import aurora.offload : Job, JobWaiter, Completions, submit;
+import aurora.parser : Request;
+import aurora.response : Response;
+import aurora.router : Handler, Params;
+
+/// Stack of a handler fiber: room for handlers that keep a few KiB of locals.
+enum fiberStack = 256 * 1024;
+
+final class HandlerFiber : Fiber, JobWaiter
+{
+    Request req;
+    Params params;
+    Response res;
+    Handler handler;
+    void* conn;            /// the worker's connection this request came from
+    int route;             /// the route index
+    bool timed;            /// a sampled request (hot-path timing)
+    ulong startNs;         /// when the request was dispatched (for its duration)
+    bool finished;         /// the handler has returned (or thrown); false while it waits for a job
+    HandlerFiber nextIdle;
+    private Completions* home;
+
+    this(Completions* home)
+    {
+        this.home = home;
+        super(&loop, fiberStack);
+    }
+
+    /// Run `handler` for the request in `req`/`params` until it returns or waits; true when it returned.
+    bool start()
+    {
+        finished = false;
+        call();
+        return finished;
+    }
+
+    /// Go on after the job it waited for completed; true when the handler returned.
+    bool resume()
+    {
+        call();
+        return finished;
+    }
+
+    /// The request's bytes moved from `from` (`len` bytes) to `to`.
+    void rebase(const(void)* from, size_t len, const(void)* to) nothrow @nogc
+    {
+        req.rebase(from, len, to);
+        params.rebase(from, len, to);
+    }
+
+    /// The request's bytes are gone: the handler sees an empty request from now on.
+    void forgetRequest() nothrow @nogc
+    {
+        Request blankRequest;
+        Params blankParams;
+        req.copyFrom(blankRequest);
+        params.copyFrom(blankParams);
+    }
+
+    void await(Job* job)
+    {
+        job.home = home;
+        job.owner = cast(void*) this;
+        submit(job);
+        Fiber.yield();
+    }
+
+    private void loop()
+    {
+        for (;;)
+        {
+            runHandler();
+            finished = true;
+            Fiber.yield();
+        }
+    }
+
+    private void runHandler()
+    {
+        try
+            handler(req, res, params);
+        catch (Exception e)
+        {
+            logFailure(e);
+            res.discard();
+            res.send(500, "text/plain", "handler error\n");
+        }
+    }
+
+    private void logFailure(Exception e) nothrow
+    {
+        import core.stdc.stdio : fprintf, stderr;
+
+        // one line, straight to the unbuffered stderr (no GC on this path)
+        fprintf(stderr, "aurora: handler for %.*s %.*s threw %.*s: %.*s\n",
+                cast(int) req.methodText.length, req.methodText.ptr, cast(int) req.path.length, req.path.ptr,
+                cast(int) typeid(e).name.length, typeid(e).name.ptr, cast(int) e.msg.length, e.msg.ptr);
+    }
+}
+
+/// A worker's handler fibers. Every fiber it made stays in `all` (the GC's only sight of a waiting fiber,
+/// which the worker's connections, on the C heap, point to): there are as many as the most handlers that
+/// ever waited at once.
+struct FiberPool
+{
+    private HandlerFiber idle;
+    private HandlerFiber[] all;
+
+    /// An idle fiber (a new one when none is idle).
+    HandlerFiber take(Completions* home) nothrow @nogc @trusted
+    {
+        if (idle is null)
+            return (cast(HandlerFiber function(ref FiberPool, Completions*) nothrow @nogc) &grow)(this, home);
+        auto f = idle;
+        idle = f.nextIdle;
+        f.nextIdle = null;
+        return f;
+    }
+
+    private static HandlerFiber grow(ref FiberPool pool, Completions* home)
+    {
+        auto f = new HandlerFiber(home);
+        pool.all ~= f;
+        return f;
+    }
+
+    /// `f` has finished its request: keep it for the next.
+    void give(HandlerFiber f) nothrow @nogc
+    {
+        f.conn = null;
+        f.handler = null;
+        f.nextIdle = idle;
+        idle = f;
+    }
+}
+
+/// Start (`first`) or resume `f` from the @nogc event loop; true when its handler has returned. (The fiber
+/// switch allocates nothing; the handler inside may use the GC, which is why it is a fiber handler.)
+bool runFiber(HandlerFiber f, bool first) nothrow @nogc @trusted
+{
+    static bool run(HandlerFiber f, bool first) { return first ? f.start() : f.resume(); }
+    return (cast(bool function(HandlerFiber, bool) nothrow @nogc) &run)(f, first);
+}

@@ -1,0 +1,166 @@
+"""The framework over the server: typed routes, query parameters, typed JSON, fiber handlers that offload
+blocking work, handler exceptions, the Server header and the parser limits from the command line."""
+import json
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from rawhttp import Reader, get, request, start_server
+
+
+def test_typed_int_parameter_and_json_struct(server):
+    r = request(server, get("/users/42"))
+    assert r.status == 200 and r.header("Content-Type") == "application/json"
+    assert json.loads(r.body) == {"id": 42, "name": "user", "active": True, "scores": [42, 84, 126]}
+    assert json.loads(request(server, get("/users/-9223372036854775808")).body)["id"] == -2**63
+    assert json.loads(request(server, get("/users/%37")).body)["id"] == 7   # decoded before the type check
+
+
+@pytest.mark.parametrize("path", ["/users/abc", "/users/4.5", "/users/", "/users/9223372036854775808",
+                                  "/users/1/x", "/users/%zz"])
+def test_a_segment_that_is_not_an_int_does_not_match(server, path):
+    assert request(server, get(path)).status == 404
+
+
+def test_typed_route_405_lists_its_methods(server):
+    r = request(server, get("/users/1", method="DELETE"))
+    assert r.status == 405 and r.header("Allow") == "GET, HEAD"
+
+
+def test_query_parameters_are_decoded(server):
+    r = request(server, get("/query?name=a+b%26c&id=12&id=13"))
+    assert r.status == 200
+    assert json.loads(r.body) == {"id": 12, "name": "a b&c", "active": True, "scores": [12, 0, 0]}
+    assert json.loads(request(server, get("/query?id=1")).body)["name"] == "anonymous"
+
+
+@pytest.mark.parametrize("query", ["", "?id=", "?id=x", "?id=%zz", "?ID=1"])
+def test_query_without_a_valid_id_is_400(server, query):
+    r = request(server, get("/query" + query))
+    assert r.status == 400 and r.body == b"id must be an integer\n"
+
+
+def test_offloaded_work_runs_in_parallel(make_server):
+    srv = make_server("--offload-threads", "8")
+    results = []
+
+    def one():
+        results.append(request(srv, get("/offload?ms=200")))
+
+    start = time.monotonic()
+    threads = [threading.Thread(target=one) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    took = time.monotonic() - start
+    assert [r.status for r in results] == [200] * 16
+    assert all(json.loads(r.body) == {"slept_ms": 200} for r in results)
+    # 16 jobs of 200 ms on 8 threads: two rounds (~0.4 s); one at a time would take 3.2 s
+    assert took < 1.6, took
+
+
+def test_the_event_loop_serves_others_while_a_handler_waits(make_server):
+    srv = make_server("--offload-threads", "2")
+    slow = [srv.connect() for _ in range(2)]
+    for s in slow:
+        s.sendall(get("/offload?ms=800"))
+    time.sleep(0.1)  # both jobs are running: the offload pool is full
+    start = time.monotonic()
+    for _ in range(20):
+        assert request(srv, get("/plaintext")).status == 200
+    assert time.monotonic() - start < 0.5  # nothing waited for the 800 ms jobs
+    for s in slow:
+        assert Reader(s).read_response().status == 200
+        s.close()
+
+
+def test_pipelined_responses_keep_their_order_around_a_waiting_handler(server):
+    with server.connect() as s:
+        s.sendall(get("/offload?ms=100") + get("/plaintext") + get("/offload?ms=0") + get("/users/5"))
+        rd = Reader(s)
+        bodies = [rd.read_response().body for _ in range(4)]
+    assert bodies[0] == b'{"slept_ms":100}' and bodies[1] == b"Hello, World!"
+    assert bodies[2] == b'{"slept_ms":0}' and json.loads(bodies[3])["id"] == 5
+
+
+def test_a_request_trickled_in_then_waiting_keeps_its_bytes(server):
+    # the request ends in the worker's shared buffer, then moves to the connection's own while it waits
+    with server.connect() as s:
+        raw = get("/offload?ms=50", extra="X-Pad: " + "p" * 3000 + "\r\n")
+        s.sendall(raw[:10])
+        time.sleep(0.05)
+        s.sendall(raw[10:] + get("/query?id=3"))
+        rd = Reader(s)
+        assert rd.read_response().body == b'{"slept_ms":50}'
+        assert json.loads(rd.read_response().body)["id"] == 3
+
+
+def test_a_client_that_leaves_while_its_handler_waits(server):
+    for _ in range(5):
+        s = server.connect()
+        s.sendall(get("/offload?ms=100"))
+        s.close()
+    with server.connect() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        s.sendall(get("/offload?ms=100"))
+    time.sleep(0.3)
+    assert request(server, get("/healthz")).status == 200
+    assert server.proc.poll() is None
+
+
+def test_a_handler_that_throws_gets_500_and_a_log_line(make_server):
+    srv = make_server()
+    r = request(srv, get("/fail"))
+    assert r.status == 500 and r.body == b"handler error\n"
+    assert request(srv, get("/plaintext")).status == 200  # the worker goes on
+    srv.stop()
+    assert "handler for GET /fail threw object.Exception: this handler always fails" in srv.proc.stderr.read()
+
+
+def test_shutdown_waits_for_a_waiting_handler(make_server):
+    srv = make_server()
+    with srv.connect() as s:
+        s.sendall(get("/offload?ms=600"))
+        time.sleep(0.1)
+        stopper = threading.Thread(target=srv.stop)
+        stopper.start()
+        rd = Reader(s)
+        assert rd.read_response().body == b'{"slept_ms":600}'
+        assert rd.at_eof()  # then the connection closes
+        stopper.join()
+    assert srv.proc.returncode == 0
+
+
+def test_offload_ms_is_checked(server):
+    assert request(server, get("/offload?ms=1001")).status == 400
+    assert request(server, get("/offload?ms=-1")).status == 400
+
+
+def test_server_name(make_server):
+    assert request(make_server("--server-name", "edge/1.0"), get("/plaintext")).header("Server") == "edge/1.0"
+    r = request(make_server("--server-name", ""), get("/nope"))
+    assert r.status == 404 and r.header("Server") is None
+
+
+def test_parser_limits_from_the_command_line(make_server):
+    srv = make_server("--max-headers", "3", "--max-request-line", "64", "--max-header-bytes", "512")
+    assert request(srv, get("/plaintext", extra="A: 1\r\nB: 2\r\n")).status == 200
+    assert request(srv, get("/plaintext", extra="A: 1\r\nB: 2\r\nC: 3\r\n")).status == 431
+    assert request(srv, get("/hello/" + "x" * 60)).status == 414
+    assert request(srv, get("/plaintext", extra="A: " + "v" * 600 + "\r\n")).status == 431
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--max-headers", "0"], "--max-headers must be between 1 and 128"),
+    (["--max-headers", "129"], "--max-headers must be between 1 and 128"),
+    (["--max-request-line", "4"], "--max-request-line must be"),
+    (["--offload-threads", "0"], "--offload-threads must be"),
+    (["--server-name", "a\rb"], "server name"),
+])
+def test_bad_framework_arguments(aurora_bin, args, message):
+    r = subprocess.run([aurora_bin, "--port", "0", *args], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2 and message in r.stderr and "listening" not in r.stdout
