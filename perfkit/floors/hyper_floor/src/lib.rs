@@ -2,8 +2,9 @@
 //! tokio current-thread runtime) spends per request for the same two answers aurora_app gives.
 //!
 //! `GET /plaintext` -> `Hello, World!` (text/plain), `GET /json` -> `{"message":"Hello, World!"}`
-//! (application/json), anything else -> 404. Connections are kept alive; pipelined responses are
-//! written in one flush.
+//! (application/json), `GET /users/<i64>` and `GET /query?id=<i64>&name=<text>` -> the user object
+//! aurora_app writes for them (typed parameter, decoded query, escaped JSON), anything else -> 404.
+//! Connections are kept alive; pipelined responses are written in one flush.
 //!
 //! With `--metrics` ([`FloorMetrics`], off by default so that the floor stays a floor) every request is
 //! recorded in the kit's `http_server_request_duration_seconds{service="hyper_floor",route,method,status_class}`
@@ -30,15 +31,23 @@ use tokio::net::{TcpListener, TcpStream};
 pub const PLAINTEXT: &[u8] = b"Hello, World!";
 pub const JSON: &[u8] = br#"{"message":"Hello, World!"}"#;
 
-/// The response for one request: routing on method and path only, bodies are static.
-pub fn respond(method: &Method, path: &str) -> Response<Full<Bytes>> {
-    let (status, ctype, body): (StatusCode, &'static str, &'static [u8]) =
-        match (method == Method::GET || method == Method::HEAD, path) {
-            (true, "/plaintext") => (StatusCode::OK, "text/plain", PLAINTEXT),
-            (true, "/json") => (StatusCode::OK, "application/json", JSON),
-            _ => (StatusCode::NOT_FOUND, "text/plain", b"Not Found"),
-        };
-    let mut resp = Response::new(Full::new(Bytes::from_static(body)));
+/// The response for one request: routing on method, path and (for `/query`) the query string.
+pub fn respond(method: &Method, path: &str, query: Option<&str>) -> Response<Full<Bytes>> {
+    let get = method == Method::GET || method == Method::HEAD;
+    let (status, ctype, body): (StatusCode, &'static str, Bytes) = match (get, path) {
+        (true, "/plaintext") => (StatusCode::OK, "text/plain", Bytes::from_static(PLAINTEXT)),
+        (true, "/json") => (StatusCode::OK, "application/json", Bytes::from_static(JSON)),
+        (true, "/query") => match query_user(query.unwrap_or("")) {
+            Some(body) => (StatusCode::OK, "application/json", Bytes::from(body)),
+            None => (StatusCode::BAD_REQUEST, "text/plain", Bytes::from_static(b"id must be an integer\n")),
+        },
+        (true, p) if p.starts_with("/users/") => match p["/users/".len()..].parse::<i64>() {
+            Ok(id) => (StatusCode::OK, "application/json", Bytes::from(user_json(id, "user", id % 2 == 0, [id, id.wrapping_mul(2), id.wrapping_mul(3)]))),
+            Err(_) => (StatusCode::NOT_FOUND, "text/plain", Bytes::from_static(b"Not Found")),
+        },
+        _ => (StatusCode::NOT_FOUND, "text/plain", Bytes::from_static(b"Not Found")),
+    };
+    let mut resp = Response::new(Full::new(body));
     *resp.status_mut() = status;
     let headers = resp.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static(ctype));
@@ -47,7 +56,66 @@ pub fn respond(method: &Method, path: &str) -> Response<Full<Bytes>> {
 }
 
 async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
-    Ok(respond(req.method(), req.uri().path()))
+    Ok(respond(req.method(), req.uri().path(), req.uri().query()))
+}
+
+/// `{"id":..,"name":"..","active":..,"scores":[..]}`, the name escaped as JSON requires.
+pub fn user_json(id: i64, name: &str, active: bool, scores: [i64; 3]) -> Vec<u8> {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(80 + name.len());
+    let _ = write!(s, r#"{{"id":{id},"name":""#);
+    for c in name.chars() {
+        match c {
+            '"' => s.push_str("\\\""),
+            '\\' => s.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(s, "\\u{:04x}", c as u32);
+            }
+            c => s.push(c),
+        }
+    }
+    let _ = write!(s, r#"","active":{active},"scores":[{},{},{}]}}"#, scores[0], scores[1], scores[2]);
+    s.into_bytes()
+}
+
+/// `/query`'s answer: the first `id` (an i64) and `name` (form-decoded; "anonymous" when absent).
+fn query_user(query: &str) -> Option<Vec<u8>> {
+    let mut id = None;
+    let mut name = None;
+    for pair in query.split('&') {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        if k == "id" && id.is_none() {
+            id = Some(form_decode(v)?.parse::<i64>().ok()?);
+        } else if k == "name" && name.is_none() {
+            name = Some(form_decode(v)?);
+        }
+    }
+    let id = id?;
+    Some(user_json(id, name.as_deref().unwrap_or("anonymous"), true, [id, 0, 0]))
+}
+
+/// `+` -> space, `%XX` -> byte; None for a malformed escape or bytes that are not UTF-8.
+/// (By hand: the floor depends on hyper alone; `form_urlencoded` would do the same.)
+fn form_decode(v: &str) -> Option<String> {
+    let b = v.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+                if !hex.bytes().all(|c| c.is_ascii_hexdigit()) {
+                    return None;
+                }
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 2;
+            }
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).ok()
 }
 
 /// Binds `host:port` (port 0 = ephemeral).
@@ -63,6 +131,8 @@ pub struct FloorMetrics {
     registry: Registry,
     plaintext: RouteMetrics,
     json: RouteMetrics,
+    users: RouteMetrics,
+    query: RouteMetrics,
     metrics: RouteMetrics,
     unmatched: RouteMetrics,
 }
@@ -74,6 +144,8 @@ impl FloorMetrics {
         FloorMetrics {
             plaintext: http.route("/plaintext"),
             json: http.route("/json"),
+            users: http.route("/users/:id"),
+            query: http.route("/query"),
             metrics: http.route("/metrics"),
             unmatched: http.unmatched(),
             registry,
@@ -96,11 +168,13 @@ impl FloorMetrics {
             let accept = req.headers().get(ACCEPT).and_then(|v| v.to_str().ok());
             (self.exposition(accept), &self.metrics)
         } else {
-            let resp = respond(method, path);
+            let resp = respond(method, path, req.uri().query());
             let route = match path {
                 _ if resp.status() == StatusCode::NOT_FOUND => &self.unmatched,
                 "/plaintext" => &self.plaintext,
-                _ => &self.json,
+                "/json" => &self.json,
+                "/query" => &self.query,
+                _ => &self.users,
             };
             (resp, route)
         };

@@ -145,6 +145,23 @@ fn json() {
 }
 
 #[test]
+fn users_and_query_answer_what_aurora_app_does() {
+    let srv = Server::start();
+    let mut s = srv.connect();
+    let r = get(&mut s, "/users/42");
+    assert_eq!((r.status, r.header("content-type")), (200, Some("application/json")));
+    assert_eq!(r.body, br#"{"id":42,"name":"user","active":true,"scores":[42,84,126]}"#);
+    assert_eq!(get(&mut s, "/users/abc").status, 404);
+    assert_eq!(get(&mut s, "/users/99999999999999999999").status, 404);
+    let r = get(&mut s, "/query?name=a+%22b%22&id=5&id=6");
+    assert_eq!(r.body, br#"{"id":5,"name":"a \"b\"","active":true,"scores":[5,0,0]}"#);
+    assert_eq!(get(&mut s, "/query?id=1").body, br#"{"id":1,"name":"anonymous","active":true,"scores":[1,0,0]}"#);
+    for bad in ["/query", "/query?id=x", "/query?id=%zz", "/query?id=%+1"] {
+        assert_eq!(get(&mut s, bad).status, 400, "{bad}");
+    }
+}
+
+#[test]
 fn unknown_path_and_method_are_404() {
     let srv = Server::start();
     let mut s = srv.connect();
@@ -268,7 +285,7 @@ fn metrics_record_every_request_by_route_template() {
         assert_eq!(get(&mut s, "/plaintext").status, 200);
     }
     assert_eq!(get(&mut s, "/json").status, 200);
-    assert_eq!(get(&mut s, "/users/12345").status, 404);
+    assert_eq!(get(&mut s, "/nothing/12345").status, 404);
     s.write_all(b"POST /plaintext HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi").unwrap();
     let mut buf = Vec::new();
     assert_eq!(read_response(&mut s, &mut buf).status, 404);
