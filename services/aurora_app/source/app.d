@@ -11,12 +11,13 @@ module app;
 import std.getopt;
 import std.stdio : stderr;
 
-import aurora.json : putJson;
+import aurora.json : putJson, readJson;
+import aurora.middleware;
 import aurora.metrics : renderMetrics;
 import aurora.offload : offload;
 import aurora.parser : Method, Request;
 import aurora.query : queryValue;
-import aurora.response : Response;
+import aurora.response : CookieOptions, Response;
 import aurora.router;
 import aurora.serve : serve;
 import aurora.server : ServerConfig, publishGcCounter;
@@ -131,6 +132,55 @@ import perfkit_metrics.exposition : contentType, negotiate;
     }
 }
 
+@nogc nothrow
+{
+    /// `POST /api/users`: a User read from the JSON body (no allocation) and written back; 400 with the
+    /// error and its offset when the body is not one.
+    void createUser(ref const Request req, ref Response res, ref const Params)
+    {
+        char[512] room;
+        User u;
+        const err = readJson(cast(const(char)[]) req.body, u, room);
+        if (err)
+        {
+            res.begin(400, "application/json");
+            res.put(`{"error":`);
+            res.putJsonString(err.message);
+            res.put(`,"offset":`);
+            res.putUint(err.offset);
+            res.putChar('}');
+            res.finish();
+            return;
+        }
+        res.begin(201, "application/json");
+        res.putJson(u);
+        res.finish();
+    }
+
+    /// `/api/visits`: a cookie read and set: the `visits` count of this client, one more each time.
+    void visits(ref const Request req, ref Response res, ref const Params)
+    {
+        long n;
+        const seen = req.cookie("visits");
+        if (seen is null || !parseLong(seen, false, n) || n == long.max)
+            n = 0;
+        char[20] t;
+        import aurora.response : formatUint;
+
+        CookieOptions o;
+        o.path = "/api";
+        o.maxAge = 86_400;
+        o.httpOnly = true;
+        o.sameSite = "Lax";
+        res.setCookie("visits", formatUint(n + 1, t), o);
+        res.begin(200, "application/json");
+        res.put(`{"visits":`);
+        res.putUint(n + 1);
+        res.putChar('}');
+        res.finish();
+    }
+}
+
 /// `/offload?ms=N` (default 1, at most 1000): N ms of blocking work (a sleep, as a file or database call
 /// would block) run on the offload pool; the worker serves other connections meanwhile.
 void blockingWork(ref const Request req, ref Response res, ref const Params)
@@ -160,9 +210,20 @@ void fail(ref const Request, ref Response, ref const Params)
     throw new Exception("this handler always fails");
 }
 
-Router* buildRouter()
+/// What the command line turns on around the routes.
+struct AppOptions
+{
+    bool accessLog;
+    string[] corsOrigins;
+}
+
+Router* buildRouter(AppOptions opts = AppOptions.init)
 {
     auto r = new Router;
+    if (opts.corsOrigins.length)
+        r.use(cors(CorsOptions(opts.corsOrigins, "GET, HEAD, POST", "Content-Type", "X-Request-Id")));
+    if (opts.accessLog)
+        r.use(accessLog());
     r.get("/plaintext", &plaintext);
     r.get("/json", &json);
     r.get("/json-large", &jsonLarge);
@@ -174,12 +235,20 @@ Router* buildRouter()
     r.get("/query", &query);
     r.get("/offload", &blockingWork);
     r.get("/fail", &fail);
+    // /api: a request id on every answer, bodies up to 64 KiB
+    auto api = r.group("/api");
+    api.use(requestId());
+    api.use(bodyLimit(64 * 1024));
+    api.post("/echo", &echo);
+    api.get("/visits", &visits);
+    api.post("/users", &createUser);
     return r;
 }
 
 int main(string[] args)
 {
     ServerConfig cfg;
+    AppOptions app;
     auto limits = &cfg.limits;
     bool noMetrics;
     try
@@ -201,6 +270,8 @@ int main(string[] args)
                 &limits.maxHeaderBytes,
             "max-headers", "most header fields in a request, at most 128 (431 above)", &limits.maxHeaders,
             "max-chunk-line", "longest chunk-size line of a chunked body (400 above)", &limits.maxChunkLine,
+            "access-log", "one line per request on stderr (written by a logger thread)", &app.accessLog,
+            "cors-origin", "allow this origin (repeat for more; * for any): CORS on every route", &app.corsOrigins,
             "server-name", "the Server header of every response (\"\" for none)", &cfg.serverName,
             "no-metrics", "record no request metrics (no timing, no hot-path samples; /metrics still serves"
                 ~ " the connection and GC metrics): the 'off' side of measuring the recording overhead", &noMetrics);
@@ -221,5 +292,5 @@ int main(string[] args)
         return 2;
     }
     cfg.metrics = !noMetrics;
-    return serve(buildRouter(), cfg);
+    return serve(buildRouter(app), cfg);
 }

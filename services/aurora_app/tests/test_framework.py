@@ -164,3 +164,133 @@ def test_parser_limits_from_the_command_line(make_server):
 def test_bad_framework_arguments(aurora_bin, args, message):
     r = subprocess.run([aurora_bin, "--port", "0", *args], capture_output=True, text=True, timeout=10)
     assert r.returncode == 2 and message in r.stderr and "listening" not in r.stdout
+
+
+# ---------------------------------------------------------------- middleware, cookies
+
+def test_request_id_is_made_or_kept(server):
+    a = request(server, get("/api/visits")).header("X-Request-Id")
+    b = request(server, get("/api/visits")).header("X-Request-Id")
+    assert a and b and a != b and a[:9] == b[:9] and len(a) == 25
+    assert request(server, get("/api/visits", extra="X-Request-Id: abc-123\r\n")).header("X-Request-Id") == "abc-123"
+    made = request(server, get("/api/visits", extra="X-Request-Id: bad id!\r\n")).header("X-Request-Id")
+    assert made != "bad id!" and len(made) == 25
+    assert request(server, get("/plaintext")).header("X-Request-Id") is None  # the /api group only
+
+
+def test_cookies_are_read_and_set(server):
+    r = request(server, get("/api/visits"))
+    assert json.loads(r.body) == {"visits": 1}
+    assert r.header("Set-Cookie") == "visits=1; Path=/api; Max-Age=86400; HttpOnly; SameSite=Lax"
+    r = request(server, get("/api/visits", extra="Cookie: theme=dark; visits=41\r\nCookie: x=1\r\n"))
+    assert json.loads(r.body) == {"visits": 42} and r.header("Set-Cookie").startswith("visits=42;")
+    assert json.loads(request(server, get("/api/visits", extra="Cookie: visits=junk\r\n")).body) == {"visits": 1}
+
+
+def test_per_route_body_limit(server):
+    small = b"x" * 1000
+    raw = b"POST /api/echo HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n" % len(small) + small
+    r = request(server, raw)
+    assert r.status == 200 and r.body == small and r.header("X-Request-Id")
+    big = b"x" * (64 * 1024 + 1)
+    r = request(server, b"POST /api/echo HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n" % len(big) + big)
+    assert r.status == 413 and r.body == b"request body too large\n"
+    assert request(server, b"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n" % len(big) + big).status == 200
+
+
+def test_cors(make_server):
+    srv = make_server("--cors-origin", "https://app.example", "--cors-origin", "https://admin.example")
+    r = request(srv, get("/json", extra="Origin: https://app.example\r\n"))
+    assert r.status == 200 and r.header("Access-Control-Allow-Origin") == "https://app.example"
+    assert r.header("Vary") == "Origin" and r.header("Access-Control-Expose-Headers") == "X-Request-Id"
+    assert request(srv, get("/json")).header("Access-Control-Allow-Origin") is None  # no Origin: untouched
+    r = request(srv, get("/json", extra="Origin: https://evil.example\r\n"))
+    assert r.status == 200 and r.header("Access-Control-Allow-Origin") is None
+    pre = "Origin: https://admin.example\r\nAccess-Control-Request-Method: POST\r\n"
+    r = request(srv, get("/api/echo", method="OPTIONS", extra=pre))
+    assert r.status == 204 and r.body == b""
+    assert r.header("Access-Control-Allow-Origin") == "https://admin.example"
+    assert r.header("Access-Control-Allow-Methods") == "GET, HEAD, POST"
+    assert r.header("Access-Control-Allow-Headers") == "Content-Type" and r.header("Access-Control-Max-Age") == "600"
+    r = request(srv, get("/api/echo", method="OPTIONS", extra=pre.replace("admin", "evil")))
+    assert r.status == 403
+    # not a preflight (no Access-Control-Request-Method): routed as usual
+    assert request(srv, get("/json", method="OPTIONS", extra="Origin: https://app.example\r\n")).status == 405
+
+
+def test_any_origin(make_server):
+    srv = make_server("--cors-origin", "*")
+    r = request(srv, get("/plaintext", extra="Origin: https://x.example\r\n"))
+    assert r.header("Access-Control-Allow-Origin") == "*" and r.header("Vary") is None
+
+
+def test_access_log_lines(make_server):
+    srv = make_server("--access-log")
+    request(srv, get("/users/7"))
+    request(srv, get("/api/visits", extra="X-Request-Id: rid-1\r\n"))
+    request(srv, get("/nope?q=1"))
+    request(srv, get("/offload?ms=5"))
+    srv.stop()
+    lines = [l for l in srv.proc.stderr.read().splitlines() if '"GET ' in l]
+    assert len(lines) == 4, lines
+    import re
+    pat = r'[A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT "GET (\S+) HTTP/1\.1" (\d{3}) (\d+) (\d+\.\d{6}) (\S+)'
+    parsed = [re.fullmatch(pat, l).groups() for l in lines]
+    assert [(p[0], p[1], p[4]) for p in parsed] == [
+        ("/users/7", "200", "-"), ("/api/visits", "200", "rid-1"), ("/nope?q=1", "404", "-"), ("/offload?ms=5", "200", "-")]
+    assert all(int(p[2]) > 50 for p in parsed)          # response bytes, headers included
+    assert float(parsed[3][3]) >= 0.005                  # the offloaded request's time includes its wait
+
+
+def test_middleware_keeps_the_request_path_allocation_free(make_server):
+    """The GC counter stays put across requests through CORS, request ids, body limits, cookies, the access log."""
+    from rawhttp import metric_value
+    srv = make_server("--access-log", "--cors-origin", "https://app.example")
+    threading.Thread(target=srv.proc.stderr.read, daemon=True).start()  # the log goes somewhere
+    reqs = [get("/api/visits", extra="Origin: https://app.example\r\nCookie: visits=3\r\n"),
+            b"POST /api/echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc",
+            get("/api/echo", method="OPTIONS", extra="Origin: https://app.example\r\nAccess-Control-Request-Method: POST\r\n"),
+            get("/json", extra="Origin: https://app.example\r\n")]
+
+    def run(n):
+        with srv.connect() as s:
+            rd = Reader(s)
+            for i in range(0, n, len(reqs)):
+                s.sendall(b"".join(reqs))
+                for _ in reqs:
+                    assert rd.read_response().status in (200, 204)
+
+    run(400)
+    before = metric_value(srv, "aurora_gc_allocated_bytes_total")
+    run(4000)
+    assert metric_value(srv, "aurora_gc_allocated_bytes_total") == before
+
+
+def _post(path, body: bytes) -> bytes:
+    return b"POST %s HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % (
+        path.encode(), len(body)) + body
+
+
+def test_json_body_read_into_a_struct(server):
+    body = json.dumps({"name": "Ada \u00e9\U0001F600 \"L\"", "id": 7, "unknown": {"x": [1, 2, {"y": None}]},
+                       "active": True, "scores": [1, -2, 3]}).encode()
+    r = request(server, _post("/api/users", body))
+    assert r.status == 201, r.body
+    assert json.loads(r.body) == {"id": 7, "name": "Ada \u00e9\U0001F600 \"L\"", "active": True, "scores": [1, -2, 3]}
+
+
+@pytest.mark.parametrize("body,message", [
+    (b'{"id": 1.5}', "expected an integer in range"),
+    (b'{"id": 1, "scores": [1, 2]}', "expected an array of 3 items"),
+    (b'{"name": "unterminated}', "unterminated string"),
+    (b'{"id": 1} trailing', "unexpected data after the JSON value"),
+    (b'[' * 100 + b']' * 100, "expected an object"),
+    (b'{"x": ' + b'[' * 100 + b']' * 100 + b'}', "JSON nested too deeply"),
+    (b'', "expected an object"),
+    (b'{"name": "\\ud800"}', "unpaired surrogate in a string"),
+])
+def test_bad_json_bodies_get_400_with_where(server, body, message):
+    r = request(server, _post("/api/users", body))
+    assert r.status == 400
+    err = json.loads(r.body)
+    assert err["error"] == message and 0 <= err["offset"] <= len(body)

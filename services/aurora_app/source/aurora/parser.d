@@ -76,6 +76,36 @@ struct Request
 
     const(Header)[] headerList() const return { return headers[0 .. headerCount]; }
 
+    /// The value of the cookie `name` from the Cookie header(s) (RFC 6265 §5.4: `a=1; b=2`), surrounding
+    /// double quotes removed; null when there is none.
+    const(char)[] cookie(const(char)[] name) const
+    {
+        foreach (ref h; headers[0 .. headerCount])
+        {
+            if (!ieq(h.name, "cookie"))
+                continue;
+            const(char)[] rest = h.value;
+            while (rest.length)
+            {
+                size_t end = 0;
+                while (end < rest.length && rest[end] != ';')
+                    end++;
+                const pair = trim(rest[0 .. end]);
+                rest = end < rest.length ? rest[end + 1 .. $] : null;
+                size_t eq = 0;
+                while (eq < pair.length && pair[eq] != '=')
+                    eq++;
+                if (eq == pair.length || trim(pair[0 .. eq]) != name)
+                    continue;
+                auto v = trim(pair[eq + 1 .. $]);
+                if (v.length >= 2 && v[0] == '"' && v[$ - 1] == '"')
+                    v = v[1 .. $ - 1];
+                return v;
+            }
+        }
+        return null;
+    }
+
     /// `src` copied (its header slots in use only): the slices still point where `src`'s do.
     void copyFrom(ref const Request src)
     {
@@ -896,4 +926,17 @@ unittest
     c.rebase(a.ptr, a.length, b.ptr);
     assert(c.methodText == "GET" && c.path == "/p" && c.query == "q=1" && c.header("x") == "y");
     assert(c.headerCount == 2 && c.keepAlive);
+}
+
+unittest
+{   // cookies from one or more Cookie headers
+    char[128] a;
+    const text = "GET / HTTP/1.1\r\nHost: h\r\nCookie: a=1; sid=\"xyz\" ;flag\r\nCookie: b=2; a=3\r\n\r\n";
+    a[0 .. text.length] = text;
+    Parser p;
+    Request r;
+    size_t len = text.length;
+    assert(p.parse(cast(ubyte*) a.ptr, len, r) == ParseStatus.done);
+    assert(r.cookie("a") == "1" && r.cookie("sid") == "xyz" && r.cookie("b") == "2");
+    assert(r.cookie("flag") is null && r.cookie("missing") is null && r.cookie("") is null);
 }

@@ -254,6 +254,80 @@ bool validHeaderLines(const(char)[] lines) @nogc nothrow pure
     return true;
 }
 
+/// Header lines added with `Response.header`/`setCookie` (by middleware or the handler) before the
+/// status line is written: a room of its own, so that they can come before `begin`/`send`.
+struct HeaderBag
+{
+@nogc nothrow:
+    enum size_t capacity = 2048;
+    private char[capacity] room = void;
+    size_t len;
+
+    const(char)[] lines() const return { return room[0 .. len]; }
+
+    void copyFrom(ref const HeaderBag other)
+    {
+        len = other.len;
+        room[0 .. len] = other.room[0 .. len];
+    }
+
+    /// Append `name: value\r\n`; false (nothing appended) when it does not fit.
+    private bool add(const(char)[] name, const(char)[] value)
+    {
+        if (len + name.length + value.length + 4 > capacity)
+            return false;
+        const(char)[][4] parts = [name, ": ", value, "\r\n"];
+        foreach (part; parts)
+        {
+            room[len .. len + part.length] = part[];
+            len += part.length;
+        }
+        return true;
+    }
+}
+
+/// cookie-octet* of RFC 6265 §4.1.1 (optionally in double quotes).
+private bool cookieOctets(const(char)[] v) @nogc nothrow pure
+{
+    if (v.length >= 2 && v[0] == '"' && v[$ - 1] == '"')
+        v = v[1 .. $ - 1];
+    foreach (char c; v)
+        if (c <= 0x20 || c >= 0x7f || c == '"' || c == ',' || c == ';' || c == '\\')
+            return false;
+    return true;
+}
+
+/// A cookie attribute value: visible characters but ';'.
+private bool attrValue(const(char)[] v) @nogc nothrow pure
+{
+    foreach (char c; v)
+        if (c < 0x20 || c >= 0x7f || c == ';')
+            return false;
+    return true;
+}
+
+/// A header name: a non-empty token (RFC 9110 §5.1).
+bool validFieldName(const(char)[] n) @nogc nothrow pure
+{
+    if (n.length == 0)
+        return false;
+    foreach (char c; n)
+        if (!tokenChar(c))
+            return false;
+    return true;
+}
+
+/// Options of a Set-Cookie header (RFC 6265 §4.1).
+struct CookieOptions
+{
+    const(char)[] path;        /// Path=
+    const(char)[] domain;      /// Domain=
+    long maxAge = long.min;    /// Max-Age= (seconds; long.min: none, a session cookie)
+    bool secure;               /// Secure
+    bool httpOnly;             /// HttpOnly
+    const(char)[] sameSite;    /// SameSite= (Strict, Lax or None)
+}
+
 /// Builds one response into a connection's write buffer.
 struct Response
 {
@@ -265,6 +339,8 @@ struct Response
     ushort status;
     bool done;          /// a whole response was written (send, or begin ... finish)
     bool misused;       /// the handler broke the protocol of the builder; output since `start` is void
+
+    HeaderBag* bag;     /// header lines added before the status line (null: `header` is refused)
 
     private bool streaming;  // between begin and finish
     private size_t start;    // buf.len when this response began
@@ -282,6 +358,84 @@ struct Response
 
     /// A whole, well-formed response is in the buffer.
     bool complete() const { return done && !misused; }
+
+    /// Bytes this response put in the buffer (status line, headers and body).
+    size_t bytesWritten() const { return buf.len > start ? buf.len - start : 0; }
+
+    /// The value of a header added with `header` (case-insensitive name), or null.
+    const(char)[] headerValue(const(char)[] name) const
+    {
+        import aurora.parser : ieq;
+
+        if (bag is null)
+            return null;
+        const(char)[] rest = bag.lines();
+        while (rest.length)
+        {
+            size_t end = 0;
+            while (rest[end] != '\r')
+                end++;
+            const line = rest[0 .. end];
+            rest = rest[end + 2 .. $];
+            if (line.length > name.length + 1 && line[name.length] == ':' && ieq(line[0 .. name.length], name))
+                return line[name.length + 2 .. $];
+        }
+        return null;
+    }
+
+    /// Add the header `name: value` to the response about to be written (before `send` or `begin`).
+    /// A name that is not a token, a value with CR, LF or other control bytes, or headers past the bag's
+    /// 2 KiB are a misuse: the client gets one clean 500.
+    void header(const(char)[] name, const(char)[] value)
+    {
+        if (done || streaming || misused || bag is null || !validFieldName(name) || !validFieldValue(value)
+                || !bag.add(name, value))
+            misuse();
+    }
+
+    /// Add a `Set-Cookie` header. The name must be a token and the value cookie-octets (RFC 6265 §4.1.1:
+    /// no space, '"', ',', ';' or '\\'; encode anything else first); attribute values may not hold ';'.
+    void setCookie(const(char)[] name, const(char)[] value, CookieOptions o = CookieOptions.init)
+    {
+        char[HeaderBag.capacity] line = void;
+        size_t n = 0;
+        bool ok = validFieldName(name) && cookieOctets(value) && attrValue(o.path) && attrValue(o.domain)
+            && (o.sameSite.length == 0 || o.sameSite == "Strict" || o.sameSite == "Lax" || o.sameSite == "None");
+        void add(const(char)[] s)
+        {
+            if (n + s.length > line.length)
+                ok = false;
+            else
+            {
+                line[n .. n + s.length] = s[];
+                n += s.length;
+            }
+        }
+
+        add(name);
+        add("=");
+        add(value);
+        if (o.path.length) { add("; Path="); add(o.path); }
+        if (o.domain.length) { add("; Domain="); add(o.domain); }
+        if (o.maxAge != long.min)
+        {
+            char[20] t;
+            add("; Max-Age=");
+            if (o.maxAge < 0)
+                add("0"); // expire now
+            else
+                add(formatUint(o.maxAge, t));
+        }
+        if (o.secure) add("; Secure");
+        if (o.httpOnly) add("; HttpOnly");
+        if (o.sameSite.length) { add("; SameSite="); add(o.sameSite); }
+        if (!ok)
+        {
+            misuse();
+            return;
+        }
+        header("Set-Cookie", line[0 .. n]);
+    }
 
     /// Take back everything this response wrote, so another one can be sent.
     void discard()
@@ -325,6 +479,8 @@ struct Response
         }
         if (extraHeaders.length)
             buf.put(extraHeaders); // each line ends with CRLF
+        if (bag !is null && bag.len)
+            buf.put(bag.lines());
     }
 
     /// Direct path: whole response with a body known up front.
@@ -338,7 +494,7 @@ struct Response
         }
         if (!headersValid(contentType, extraHeaders))
             return;
-        buf.reserve(160 + contentType.length + extraHeaders.length + body.length);
+        buf.reserve(160 + contentType.length + extraHeaders.length + body.length + (bag ? bag.len : 0));
         head(code, contentType, extraHeaders);
         buf.put("Content-Length: ");
         buf.putUint(body.length);
@@ -562,4 +718,48 @@ unittest
     r = Response(&b, false, false, true);
     r.send(200, "text/plain", "x");
     assert(!(cast(const(char)[]) b.data).canFind("keep-alive"));
+}
+
+unittest
+{   // headers and cookies added before the status line; bad ones are a misuse
+    import std.algorithm.searching : canFind;
+
+    Buffer b;
+    scope (exit) b.release();
+    HeaderBag bag;
+    auto r = Response(&b, false, true);
+    r.bag = &bag;
+    r.header("X-Request-Id", "abc-1");
+    CookieOptions o;
+    o.path = "/";
+    o.maxAge = 3600;
+    o.httpOnly = true;
+    o.sameSite = "Lax";
+    r.setCookie("sid", "v4lue", o);
+    r.send(200, "text/plain", "ok");
+    auto s = cast(const(char)[]) b.data;
+    assert(r.complete && s.canFind("\r\nX-Request-Id: abc-1\r\n"), s);
+    assert(s.canFind("\r\nSet-Cookie: sid=v4lue; Path=/; Max-Age=3600; HttpOnly; SameSite=Lax\r\n"), s);
+
+    foreach (i; 0 .. 6)
+    {
+        b.len = 0;
+        bag.len = 0;
+        r = Response(&b, false, true);
+        r.bag = &bag;
+        final switch (i)
+        {
+        case 0: r.header("Bad Name", "v"); break;
+        case 1: r.header("X", "a\r\nInjected: 1"); break;
+        case 2: r.setCookie("sid", "a;b"); break;
+        case 3: r.setCookie("sid", "a b"); break;
+        case 4: o.path = "/;x"; r.setCookie("sid", "v", o); break;
+        case 5: r.send(200, "text/plain", "x"); r.header("X", "late"); break;
+        }
+        assert(!r.complete);
+    }
+    b.len = 0;
+    r = Response(&b, false, true); // no bag: header() is refused
+    r.header("X", "y");
+    assert(r.misused);
 }

@@ -19,6 +19,7 @@ module aurora.router;
 
 import std.traits : functionAttributes, FunctionAttribute, isFunctionPointer, isDelegate;
 
+import aurora.middleware : Middleware;
 import aurora.parser : Request, Method, methodNames;
 import aurora.response : Response;
 
@@ -154,6 +155,7 @@ struct Route
     string[] paramNames;    /// in path order
     FastHandler fast;       /// set for an inline handler
     Handler slow;           /// set for a fiber handler
+    Middleware[] chain;     /// the route's own middleware (its groups'), after the router's
 }
 
 struct Match
@@ -190,10 +192,16 @@ struct Router
     Route[] routes;
     /// "Allow: ...\r\n" with every method the server answers (the `OPTIONS *` response)
     string allowAll = "Allow: OPTIONS\r\n";
+    /// Middleware of every request, routed or not (see aurora.middleware)
+    Middleware[] middleware;
+    bool routeMiddleware;   /// some route has middleware of its own
     private Node* root;
 
+    /// Run `m` around every request from now on.
+    void use(Middleware m) { middleware ~= m; }
+
     /// Register `handler` for `method` and the template `pattern` (which must start with '/').
-    void add(H)(Method method, string pattern, H handler)
+    void add(H)(Method method, string pattern, H handler, Middleware[] chain = null)
         if (isFunctionPointer!H || isDelegate!H)
     {
         import std.functional : toDelegate;
@@ -201,6 +209,8 @@ struct Router
         Route r;
         r.method = method;
         r.pattern = pattern;
+        r.chain = chain;
+        routeMiddleware = routeMiddleware || chain.length > 0;
         enum attrs = functionAttributes!H;
         static if ((attrs & FunctionAttribute.nogc) && (attrs & FunctionAttribute.nothrow_))
             r.fast = cast(FastHandler) toDelegate(handler);
@@ -358,14 +368,18 @@ struct RouteGroup
 {
     private Router* router;
     private string prefix;
+    private Middleware[] chain;
 
-    void add(H)(Method method, string pattern, H h) { router.add(method, prefix ~ pattern, h); }
+    /// Run `m` around the routes registered through this group from now on.
+    void use(Middleware m) { chain = chain ~ m; }
+
+    void add(H)(Method method, string pattern, H h) { router.add(method, prefix ~ pattern, h, chain); }
     void get(H)(string pattern, H h) { add(Method.GET, pattern, h); }
     void post(H)(string pattern, H h) { add(Method.POST, pattern, h); }
     void put(H)(string pattern, H h) { add(Method.PUT, pattern, h); }
     void patch(H)(string pattern, H h) { add(Method.PATCH, pattern, h); }
     void del(H)(string pattern, H h) { add(Method.DELETE, pattern, h); }
-    RouteGroup group(string sub) { return RouteGroup(router, prefix ~ sub); }
+    RouteGroup group(string sub) { return RouteGroup(router, prefix ~ sub, chain); }
 }
 
 /// "/a/:b/" → ["a", ":b", ""] (the leading '/' dropped).

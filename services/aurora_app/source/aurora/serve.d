@@ -17,6 +17,7 @@ import core.thread : Thread;
 import std.stdio : stderr, stdout, writefln;
 
 import aurora.metrics : initMetrics, workerMetrics;
+import aurora.middleware : drainRings;
 import aurora.offload : startOffload, stopOffload;
 import aurora.response : setServerName;
 import aurora.router : Router;
@@ -72,6 +73,7 @@ int serve(Router* router, ServerConfig cfg)
     foreach (t; threads)
         t.join();
     stopOffload();
+    drainRings(); // the access log's last lines
     stderr.writefln("%s: stopped", cfg.serviceName);
     return 0;
 }

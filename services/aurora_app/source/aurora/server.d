@@ -32,6 +32,7 @@ import aurora.metrics;
 import aurora.parser;
 import aurora.response;
 import aurora.router;
+import aurora.middleware : Middleware;
 import aurora.offload : Completions, Job;
 import aurora.task : FiberPool, HandlerFiber, runFiber;
 
@@ -147,6 +148,7 @@ struct Worker
     Request req;
     Params params;
     FiberPool fibers;
+    HeaderBag bag;      // headers middleware and handlers add to the request being dispatched
     Completions done;   // offloaded jobs that finished: their fibers go on
     Buffer scratchIn;   // shared input buffer: requests that arrive whole never touch the connection's
     Buffer scratchOut;  // shared output buffer: written out before the worker moves on
@@ -616,22 +618,58 @@ private:
 
     void dispatch(Connection* c, Buffer* outb, bool timed)
     {
-        const t0 = record ? monoNs() : 0;
+        const t0 = record || router.middleware.length || router.routeMiddleware ? monoNs() : 0;
         const keep = req.keepAlive && !shuttingDown && !c.closeAfterWrite;
         auto res = Response(outb, req.method == Method.HEAD, keep, req.minorVersion == 0);
-        const route = routeRequest(*router, req, params, res);
-        if (route >= 0)
+        bag.len = 0;
+        res.bag = &bag;
+        size_t ranGlobal, ranLocal;
+        int route = -1;
+        if (!runBefore(router.middleware, res, ranGlobal))
         {
-            auto fast = router.routes[route].fast;
-            if (fast is null)
+            route = routeRequest(*router, req, params, res);
+            if (route >= 0 && !runBefore(router.routes[route].chain, res, ranLocal))
             {
-                startFiber(c, res, route, timed, t0);
-                return;
+                auto fast = router.routes[route].fast;
+                if (fast is null)
+                {
+                    startFiber(c, res, route, timed, t0, ranGlobal, ranLocal);
+                    return;
+                }
+                fast(req, res, params);
             }
-            fast(req, res, params);
         }
         settle(res);
+        runAfter(route, ranGlobal, ranLocal, req, res, t0);
         observeRequest(route, req, res.status, t0, timed);
+    }
+
+    /// The `before` of each middleware of `chain` until one answers (true); `ran` counts those that ran.
+    bool runBefore(const(Middleware)[] chain, ref Response res, ref size_t ran)
+    {
+        foreach (ref m; chain)
+        {
+            ran++;
+            if (m.before !is null && m.before(req, res))
+                return true;
+        }
+        return false;
+    }
+
+    /// The `after` of every middleware whose `before` ran, in reverse order.
+    void runAfter(int route, size_t ranGlobal, size_t ranLocal, ref const Request r, ref const Response res,
+                  ulong t0)
+    {
+        if (ranGlobal + ranLocal == 0)
+            return;
+        const ns = monoNs() - t0;
+        if (route >= 0)
+            foreach_reverse (ref m; router.routes[route].chain[0 .. ranLocal])
+                if (m.after !is null)
+                    m.after(r, res, ns);
+        foreach_reverse (ref m; router.middleware[0 .. ranGlobal])
+            if (m.after !is null)
+                m.after(r, res, ns);
     }
 
     /// Record one answered request (route -1: 404, 405, 501, OPTIONS *).
@@ -648,12 +686,17 @@ private:
 
     /// Run the route's fiber handler. When it waits for offloaded work, `c` is suspended: its response goes to
     /// its own buffer (the shared one is written out before the worker moves on).
-    void startFiber(Connection* c, ref Response res, int route, bool timed, ulong t0)
+    void startFiber(Connection* c, ref Response res, int route, bool timed, ulong t0, size_t ranGlobal,
+                    size_t ranLocal)
     {
         auto f = fibers.take(&done);
         f.req.copyFrom(req);
         f.params.copyFrom(params);
+        f.bag.copyFrom(bag);
         f.res = res;
+        f.res.bag = &f.bag;
+        f.ranGlobal = ranGlobal;
+        f.ranLocal = ranLocal;
         f.handler = router.routes[route].slow;
         f.conn = c;
         f.route = route;
@@ -678,6 +721,7 @@ private:
     void finishFiber(HandlerFiber f)
     {
         settle(f.res);
+        runAfter(f.route, f.ranGlobal, f.ranLocal, f.req, f.res, f.startNs);
         observeRequest(f.route, f.req, f.res.status, f.startNs, f.timed);
         fibers.give(f);
     }

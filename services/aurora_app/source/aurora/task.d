@@ -12,7 +12,7 @@ import core.thread : Fiber;
 
 import aurora.offload : Job, JobWaiter, Completions, submit;
 import aurora.parser : Request;
-import aurora.response : Response;
+import aurora.response : HeaderBag, Response;
 import aurora.router : Handler, Params;
 
 /// Stack of a handler fiber: room for handlers that keep a few KiB of locals.
@@ -23,6 +23,8 @@ final class HandlerFiber : Fiber, JobWaiter
     Request req;
     Params params;
     Response res;
+    HeaderBag bag;         /// the headers middleware added before the handler started
+    size_t ranGlobal, ranLocal; /// middleware whose `before` ran (their `after` runs when it returns)
     Handler handler;
     void* conn;            /// the worker's connection this request came from
     int route;             /// the route index
