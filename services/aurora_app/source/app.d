@@ -204,6 +204,46 @@ void blockingWork(ref const Request req, ref Response res, ref const Params)
     res.finish();
 }
 
+/// `/stream?n=N&size=S&ms=M`: a chunked body of N lines (default 5, at most 10^6) of S bytes (default 16, at
+/// most 65536), each flushed to the client as it is made, M ms of offloaded waiting before each (default 0).
+/// The writes follow the client: a flush waits until the socket has taken the data.
+void stream(ref const Request req, ref Response res, ref const Params)
+{
+    import core.thread : Thread;
+    import core.time : msecs;
+
+    static long arg(ref const Request req, string name, long fallback, long max)
+    {
+        char[24] room;
+        const text = queryValue(req.query, name, room);
+        long v = fallback;
+        return text is null ? fallback : parseLong(text, false, v) && v <= max ? v : -1;
+    }
+
+    const n = arg(req, "n", 5, 1_000_000), size = arg(req, "size", 16, 65_536), ms = arg(req, "ms", 0, 1000);
+    if (n < 0 || size < 0 || ms < 0)
+    {
+        res.send(400, "text/plain", "n (<= 1000000), size (<= 65536) and ms (<= 1000) are integers\n");
+        return;
+    }
+    static immutable char[1024] fill = 'x';
+    res.beginChunked(200, "text/plain");
+    foreach (i; 0 .. n)
+    {
+        if (ms)
+            offload(() { Thread.sleep(msecs(ms)); });
+        res.put("line ");
+        res.putUint(i);
+        res.putChar(' ');
+        for (long left = size; left > 0; left -= fill.length)
+            res.put(fill[0 .. left < fill.length ? cast(size_t) left : fill.length]);
+        res.putChar('\n');
+        if (!res.flush())
+            return; // the client is gone
+    }
+    res.finish();
+}
+
 /// `/fail`: a fiber handler that throws (the client gets 500, the log a line).
 void fail(ref const Request, ref Response, ref const Params)
 {
@@ -235,6 +275,7 @@ Router* buildRouter(AppOptions opts = AppOptions.init)
     r.get("/query", &query);
     r.get("/offload", &blockingWork);
     r.get("/fail", &fail);
+    r.get("/stream", &stream);
     // /api: a request id on every answer, bodies up to 64 KiB
     auto api = r.group("/api");
     api.use(requestId());

@@ -84,17 +84,50 @@ class Reader:
         head, self.buf = self.buf.split(b"\r\n\r\n", 1)
         lines = head.decode("latin-1").split("\r\n")
         version, code, reason = lines[0].split(" ", 2)
-        assert version == "HTTP/1.1", lines[0]
+        assert version in ("HTTP/1.1",), lines[0]
         headers = [tuple(x.strip() for x in l.split(":", 1)) for l in lines[1:]]
         resp = Response(int(code), reason, headers, b"")
         if resp.status == 100:
             return self.read_response(head_only)
-        n = 0 if head_only else int(resp.header("Content-Length"))
+        if head_only:
+            return resp
+        if resp.header("Transfer-Encoding") == "chunked":
+            resp.chunks = self._read_chunks()
+            resp.body = b"".join(resp.chunks)
+            return resp
+        if resp.header("Content-Length") is None:  # ends with the connection
+            while self._fill():
+                pass
+            resp.body, self.buf = self.buf, b""
+            return resp
+        n = int(resp.header("Content-Length"))
         while len(self.buf) < n:
             if not self._fill():
                 raise EOFError("connection closed inside a body")
         resp.body, self.buf = self.buf[:n], self.buf[n:]
         return resp
+
+    def _read_line(self) -> bytes:
+        while b"\r\n" not in self.buf:
+            if not self._fill():
+                raise EOFError("connection closed inside a chunked body")
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def _read_chunks(self) -> list:
+        """The chunks of a chunked body (strict: hex sizes, CRLF after each, no trailers expected)."""
+        chunks = []
+        while True:
+            size = int(self._read_line(), 16)
+            if size == 0:
+                assert self._read_line() == b"", "trailers or a missing final CRLF"
+                return chunks
+            while len(self.buf) < size + 2:
+                if not self._fill():
+                    raise EOFError("connection closed inside a chunk")
+            assert self.buf[size:size + 2] == b"\r\n", "chunk data not followed by CRLF"
+            chunks.append(self.buf[:size])
+            self.buf = self.buf[size + 2:]
 
     def at_eof(self, timeout: float = 3.0) -> bool:
         """True if the server closes the connection (and sends nothing more)."""

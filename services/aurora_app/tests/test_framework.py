@@ -294,3 +294,98 @@ def test_bad_json_bodies_get_400_with_where(server, body, message):
     assert r.status == 400
     err = json.loads(r.body)
     assert err["error"] == message and 0 <= err["offset"] <= len(body)
+
+
+# ---------------------------------------------------------------- streamed (chunked) responses
+
+def _rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+
+
+def _cpu_ticks(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def test_a_chunked_body_arrives_chunk_by_chunk(server):
+    with server.connect() as s:
+        start = time.monotonic()
+        s.sendall(get("/stream?n=3&size=4&ms=300") + get("/plaintext"))
+        rd = Reader(s)
+        while b"line 0 xxxx\n" not in rd.buf:
+            assert rd._fill()
+        first = time.monotonic() - start
+        r = rd.read_response()
+        total = time.monotonic() - start
+        assert r.header("Transfer-Encoding") == "chunked" and r.header("Content-Length") is None
+        assert r.chunks == [b"line %d xxxx\n" % i for i in range(3)]
+        assert first < 0.6 and total >= 0.85, (first, total)  # the first line came long before the last
+        assert rd.read_response().body == b"Hello, World!"     # the connection goes on, in order
+
+
+def test_chunked_head_and_http10(server):
+    with server.connect() as s:
+        s.sendall(get("/stream?n=3", method="HEAD") + get("/plaintext"))
+        rd = Reader(s)
+        r = rd.read_response(head_only=True)
+        assert r.status == 200 and r.header("Transfer-Encoding") == "chunked"
+        assert rd.read_response().body == b"Hello, World!"  # no body was sent for the HEAD
+    with server.connect() as s:
+        s.sendall(b"GET /stream?n=2&size=1 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        data = b""
+        s.settimeout(5)
+        while chunk := s.recv(65536):
+            data += chunk
+    head, body = data.split(b"\r\n\r\n", 1)
+    assert b"Connection: close" in head and b"Transfer-Encoding" not in head and b"Content-Length" not in head
+    assert body == b"line 0 x\nline 1 x\n"  # HTTP/1.0: no chunks, the body ends with the connection
+
+
+def test_a_large_stream_follows_the_reader(server):
+    """100 MB to a client that reads nothing for a second: the server waits instead of buffering it."""
+    n, size = 100_000, 1000
+    with server.connect(timeout=30) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        before = _rss_kib(server.proc.pid)
+        s.sendall(get(f"/stream?n={n}&size={size}"))
+        time.sleep(1.0)
+        grown = _rss_kib(server.proc.pid) - before
+        assert grown < 16 * 1024, f"the server buffered {grown} KiB for a client that does not read"
+        assert request(server, get("/plaintext")).status == 200  # the worker is free meanwhile
+        r = Reader(s).read_response()
+    assert len(r.chunks) == n and len(r.body) == sum(len(b"line %d " % i) + size + 1 for i in range(n))
+
+
+def test_a_client_that_leaves_mid_stream(server):
+    s = server.connect()
+    s.sendall(get("/stream?n=1000000&size=1000"))
+    assert len(s.recv(65536)) > 0
+    s.close()
+    time.sleep(0.3)
+    ticks = _cpu_ticks(server.proc.pid)
+    time.sleep(1.0)
+    assert _cpu_ticks(server.proc.pid) - ticks <= 10  # the stream stopped: the server is idle again
+    assert request(server, get("/plaintext")).status == 200
+
+
+def test_a_stream_nobody_reads_times_out(make_server):
+    srv = make_server("--idle-timeout-ms", "500")
+    with srv.connect(timeout=10) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        s.sendall(get("/stream?n=1000000&size=1000"))
+        time.sleep(2.0)  # never read: the server gives up after its idle timeout
+        received = 0
+        try:
+            while chunk := s.recv(1 << 20):
+                received += len(chunk)
+        except ConnectionResetError:
+            pass
+    assert received < 100_000_000  # cut short, not the whole gigabyte
+    assert request(srv, get("/plaintext")).status == 200
+
+
+@pytest.mark.parametrize("query", ["n=x", "n=1000001", "size=65537", "ms=1001", "n=-1"])
+def test_stream_arguments_are_checked(server, query):
+    assert request(server, get("/stream?" + query)).status == 400

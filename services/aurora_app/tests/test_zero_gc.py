@@ -18,6 +18,7 @@ MIX = [
     get("/users/42"),                 # typed parameter, struct written as JSON
     get("/query?id=7&name=a+b%21"),   # query parameters decoded
     get("/offload?ms=0"),             # a fiber handler that waits for the offload pool
+    get("/stream?n=3&size=8"),        # a chunked body, each chunk written before the next is made
     get("/api/visits", extra="Cookie: visits=41\r\nX-Request-Id: r1\r\n"),  # middleware, cookies
     b'POST /api/users HTTP/1.1\r\nHost: t\r\nContent-Length: 56\r\n\r\n'
     b'{"id":7,"name":"a\\u00e9","active":true,"scores":[1,2,3]}',      # a JSON body read into a struct

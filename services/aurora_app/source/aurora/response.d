@@ -341,8 +341,16 @@ struct Response
     bool misused;       /// the handler broke the protocol of the builder; output since `start` is void
 
     HeaderBag* bag;     /// header lines added before the status line (null: `header` is refused)
+    /// Set by the fiber a handler runs in: sends what is buffered and waits for the socket to take it; false
+    /// when the client is gone. (Inline handlers have none: their output goes out after they return.)
+    bool function(void* ctx) @nogc nothrow sendHook;
+    void* sendCtx;
+    bool committed;     /// part of this response has been written to the socket: it can no longer be replaced
 
     private bool streaming;  // between begin and finish
+    private bool chunked;    // begun with beginChunked
+    private bool http10;     // the request was HTTP/1.0: no chunked coding, the body ends with the connection
+    private size_t chunkStart; // where the current chunk's size placeholder is
     private size_t start;    // buf.len when this response began
     private size_t clPos;
     private size_t bodyStart;
@@ -353,6 +361,7 @@ struct Response
         headOnly = head;
         keepAlive = keep;
         announceKeepAlive = announceKeep && keep;
+        http10 = announceKeep;
         start = b.len;
     }
 
@@ -440,10 +449,91 @@ struct Response
     /// Take back everything this response wrote, so another one can be sent.
     void discard()
     {
+        if (committed)
+        {   // bytes are on the wire: nothing can be taken back (the connection will be closed)
+            misused = true;
+            return;
+        }
         if (buf.len > start)
             buf.len = start;
-        done = misused = streaming = false;
+        done = misused = streaming = chunked = false;
         status = 0;
+    }
+
+    /// The buffer's first `n` bytes were written out and removed: move the offsets with them.
+    void shiftDown(size_t n)
+    {
+        static size_t down(size_t v, size_t n) { return v > n ? v - n : 0; }
+
+        start = down(start, n);
+        clPos = down(clPos, n);
+        bodyStart = down(bodyStart, n);
+        chunkStart = down(chunkStart, n);
+    }
+
+    /// Streaming a body of unknown length: `Transfer-Encoding: chunked` (HTTP/1.0: no coding and
+    /// `Connection: close`, the body ends with the connection). Then `put…`, `flush` to send what is there
+    /// (from a fiber handler), and `finish`.
+    void beginChunked(ushort code, const(char)[] contentType, const(char)[] extraHeaders = null)
+    {
+        if (done || streaming || misused)
+        {
+            misuse();
+            return;
+        }
+        if (!headersValid(contentType, extraHeaders))
+            return;
+        streaming = chunked = true;
+        if (http10)
+            keepAlive = announceKeepAlive = false;
+        head(code, contentType, extraHeaders);
+        buf.put(http10 ? "\r\n" : "Transfer-Encoding: chunked\r\n\r\n");
+        bodyStart = buf.len;
+        openChunk();
+    }
+
+    /// Close the current chunk and, in a fiber handler, send everything buffered, waiting until the socket has
+    /// taken it (backpressure). False when the client is gone: the handler should stop.
+    bool flush()
+    {
+        if (!inBody() || !chunked)
+            return misuse();
+        closeChunk();
+        bool ok = true;
+        if (sendHook !is null && !headOnly)
+            ok = sendHook(sendCtx);
+        openChunk();
+        return ok;
+    }
+
+    private enum placeholder = "00000000\r\n"; // a chunk size (8 hex digits: leading zeros are allowed)
+
+    private void openChunk()
+    {
+        chunkStart = buf.len;
+        if (!http10 && !headOnly)
+            buf.put(placeholder);
+    }
+
+    private void closeChunk()
+    {
+        if (headOnly)
+        {
+            buf.len = bodyStart; // HEAD: the headers only
+            return;
+        }
+        if (http10 || buf.failed)
+            return;
+        const size = buf.len - chunkStart - placeholder.length;
+        if (size == 0)
+        {
+            buf.len = chunkStart; // an empty chunk would end the body
+            return;
+        }
+        static immutable hex = "0123456789abcdef";
+        foreach (i; 0 .. 8)
+            buf.ptr[chunkStart + i] = hex[(size >> (28 - 4 * i)) & 15];
+        buf.put("\r\n");
     }
 
     private bool misuse()
@@ -561,12 +651,20 @@ struct Response
         buf.putChar('"');
     }
 
-    /// Patch the Content-Length in and close the streamed response.
+    /// Patch the Content-Length in and close the streamed response (a chunked one: its last chunk).
     void finish()
     {
         if (!inBody())
             return;
         streaming = false;
+        if (chunked)
+        {
+            closeChunk();
+            if (!http10 && !headOnly)
+                buf.put("0\r\n\r\n");
+            done = true;
+            return;
+        }
         if (buf.failed)
             return;
         const n = buf.len - bodyStart;
@@ -762,4 +860,47 @@ unittest
     r = Response(&b, false, true); // no bag: header() is refused
     r.header("X", "y");
     assert(r.misused);
+}
+
+unittest
+{   // chunked bodies: sizes patched, empty chunks dropped, HEAD and HTTP/1.0 handled
+    import std.algorithm.searching : canFind, endsWith;
+
+    Buffer b;
+    scope (exit) b.release();
+    auto r = Response(&b, false, true);
+    r.beginChunked(200, "text/plain");
+    r.put("hello ");
+    assert(r.flush());
+    assert(r.flush()); // nothing since the last: no empty chunk
+    r.put("world, this is chunk two");
+    r.finish();
+    auto s = cast(const(char)[]) b.data;
+    assert(r.complete && s.canFind("Transfer-Encoding: chunked\r\n\r\n") && !s.canFind("Content-Length"), s);
+    assert(s.endsWith("\r\n\r\n00000006\r\nhello \r\n00000018\r\nworld, this is chunk two\r\n0\r\n\r\n"), s);
+
+    b.len = 0;
+    r = Response(&b, true, true); // HEAD
+    r.beginChunked(200, "text/plain");
+    r.put("dropped");
+    r.flush();
+    r.put("dropped too");
+    r.finish();
+    s = cast(const(char)[]) b.data;
+    assert(r.complete && s.endsWith("Transfer-Encoding: chunked\r\n\r\n"), s);
+
+    b.len = 0;
+    r = Response(&b, false, true, true); // HTTP/1.0 keep-alive: no chunks, close-delimited
+    r.beginChunked(200, "text/plain");
+    r.put("a");
+    r.flush();
+    r.put("b");
+    r.finish();
+    s = cast(const(char)[]) b.data;
+    assert(r.complete && s.canFind("Connection: close\r\n") && !s.canFind("Transfer-Encoding") && s.endsWith("\r\n\r\nab"), s);
+
+    b.len = 0;
+    r = Response(&b, false, true);
+    r.begin(200, "text/plain");
+    assert(!r.flush() && r.misused); // flush belongs to chunked bodies
 }

@@ -148,6 +148,7 @@ struct Worker
     Request req;
     Params params;
     FiberPool fibers;
+    HandlerFiber pumpHead; // streams whose output is to be written this turn
     HeaderBag bag;      // headers middleware and handlers add to the request being dispatched
     Completions done;   // offloaded jobs that finished: their fibers go on
     Buffer scratchIn;   // shared input buffer: requests that arrive whole never touch the connection's
@@ -210,7 +211,7 @@ struct Worker
             if (shuttingDown && nconns == 0)
                 break;
             // no connections: sleep until something happens
-            const timeout = (nconns || listenerPaused) ? sweepEvery : -1;
+            const timeout = pumpHead !is null ? 0 : (nconns || listenerPaused) ? sweepEvery : -1;
             const n = epoll_wait(epfd, events.ptr, cast(int) events.length, timeout);
             if (n < 0 && errno != EINTR)
                 break;
@@ -232,6 +233,8 @@ struct Worker
                 lastSweep = nowMs;
                 sweep();
             }
+            if (pumpHead !is null)
+                runPumps();
         }
         foreach_reverse (i; 0 .. nconns)
             closeConn(conns[i]);
@@ -383,9 +386,11 @@ private:
         if (c.fd < 0)
             return; // closed earlier in this batch of events (e.g. by shutdown)
         if (c.suspended)
-        {   // looked at when its handler returns
-            c.broken = c.broken || (ev & EPOLLERR) != 0;
+        {   // looked at when its handler returns; a stream waiting for the socket goes on
+            c.broken = c.broken || (ev & (EPOLLERR | EPOLLHUP)) != 0;
             c.finSeen = c.finSeen || (ev & (EPOLLRDHUP | EPOLLHUP)) != 0;
+            if (c.fiber.wantsSend && (c.broken || (ev & EPOLLOUT)))
+                schedulePump(c.fiber);
             return;
         }
         if (ev & EPOLLERR)
@@ -640,6 +645,8 @@ private:
             }
         }
         settle(res);
+        if (!res.keepAlive)
+            c.closeAfterWrite = true; // (an HTTP/1.0 body of unknown length ends with the connection)
         runAfter(route, ranGlobal, ranLocal, req, res, t0);
         observeRequest(route, req, res.status, t0, timed);
     }
@@ -704,7 +711,8 @@ private:
         f.startNs = t0;
         if (runFiber(f, true))
         {
-            finishFiber(f);
+            if (finishFiber(f))
+                c.closeAfterWrite = true;
             return;
         }
         c.suspended = true;
@@ -715,15 +723,79 @@ private:
             scratchOut.len = 0;
             f.res.buf = &c.wbuf;
         }
+        if (f.wantsSend)
+            schedulePump(f);
     }
 
-    /// A fiber handler returned: check its response, record it, give the fiber back.
-    void finishFiber(HandlerFiber f)
+    /// A fiber handler returned: check its response, record it, give the fiber back. True when the connection
+    /// must close after it (a body that ends with the connection, or a streamed response that broke).
+    bool finishFiber(HandlerFiber f)
     {
         settle(f.res);
+        const close = !f.res.complete || !f.res.keepAlive;
         runAfter(f.route, f.ranGlobal, f.ranLocal, f.req, f.res, f.startNs);
         observeRequest(f.route, f.req, f.res.status, f.startNs, f.timed);
         fibers.give(f);
+        return close;
+    }
+
+    /// Resume `f` (its job finished, or its output was sent) and follow where it goes next.
+    void step(HandlerFiber f)
+    {
+        if (runFiber(f, false))
+            completeSuspended(f);
+        else if (f.wantsSend)
+            schedulePump(f);
+        // else it waits for an offloaded job
+    }
+
+    /// `f` flushed part of a streamed response: write its connection's output in the event loop's next turn.
+    void schedulePump(HandlerFiber f)
+    {
+        if (f.pumpQueued)
+            return;
+        f.pumpQueued = true;
+        f.nextPump = pumpHead;
+        pumpHead = f;
+    }
+
+    /// The pumps scheduled so far (those they schedule in turn wait for the next turn: one stream cannot keep
+    /// the worker from its other connections).
+    void runPumps()
+    {
+        auto f = pumpHead;
+        pumpHead = null;
+        while (f !is null)
+        {
+            auto next = f.nextPump;
+            f.nextPump = null;
+            f.pumpQueued = false;
+            pump(f);
+            f = next;
+        }
+    }
+
+    /// Write what the stream's connection holds; once all is out (or the client is gone), resume the handler.
+    void pump(HandlerFiber f)
+    {
+        auto c = cast(Connection*) f.conn;
+        if (!c.broken)
+        {
+            const r = writeOut(c, c.wbuf.ptr, c.wbuf.len, c.wsent);
+            if (r == Sent.blocked)
+            {
+                c.writeBlocked = true; // EPOLLOUT (or the idle timeout) schedules it again
+                return;
+            }
+            c.broken = r == Sent.failed;
+        }
+        c.writeBlocked = false;
+        f.res.shiftDown(c.wbuf.len);
+        c.wbuf.len = c.wsent = 0;
+        f.res.committed = true;
+        f.wantsSend = false;
+        f.streamBroken = c.broken;
+        step(f);
     }
 
     /// The offloaded jobs that finished: their fibers go on; a handler that returns completes its request and
@@ -735,16 +807,14 @@ private:
         {
             auto f = cast(HandlerFiber) j.owner;
             j = j.next; // the job lives on the fiber's stack: read before resuming it
-            if (runFiber(f, false))
-                completeSuspended(f);
+            step(f);
         }
     }
 
     void completeSuspended(HandlerFiber f)
     {
         auto c = cast(Connection*) f.conn;
-        const keep = f.req.keepAlive;
-        finishFiber(f);
+        const keep = f.req.keepAlive && !finishFiber(f);
         c.suspended = false;
         c.fiber = null;
         c.readPaused = false;
@@ -931,7 +1001,15 @@ private:
         {
             auto c = conns[i];
             if (c.suspended)
-                continue; // its handler waits for offloaded work (a drain waits for it too)
+            {   // its handler waits for offloaded work (a drain waits for it too), or for the client to take a
+                // streamed response: that one has the idle timeout
+                if (c.writeBlocked && nowMs - c.lastActivityMs >= cfg.idleTimeoutMs)
+                {
+                    c.broken = true;
+                    schedulePump(c.fiber);
+                }
+                continue;
+            }
             if (c.lingering)
             {
                 if (nowMs >= c.lingerUntilMs)

@@ -31,6 +31,10 @@ final class HandlerFiber : Fiber, JobWaiter
     bool timed;            /// a sampled request (hot-path timing)
     ulong startNs;         /// when the request was dispatched (for its duration)
     bool finished;         /// the handler has returned (or thrown); false while it waits for a job
+    bool wantsSend;        /// it waits for its streamed output to be written (Response.flush)
+    bool streamBroken;     /// the client is gone: its flushes fail from now on
+    bool pumpQueued;       /// in the worker's list of streams to write
+    HandlerFiber nextPump;
     HandlerFiber nextIdle;
     private Completions* home;
 
@@ -43,7 +47,9 @@ final class HandlerFiber : Fiber, JobWaiter
     /// Run `handler` for the request in `req`/`params` until it returns or waits; true when it returned.
     bool start()
     {
-        finished = false;
+        finished = wantsSend = streamBroken = false;
+        res.sendHook = &sendFromFiber;
+        res.sendCtx = cast(void*) this;
         call();
         return finished;
     }
@@ -69,6 +75,17 @@ final class HandlerFiber : Fiber, JobWaiter
         Params blankParams;
         req.copyFrom(blankRequest);
         params.copyFrom(blankParams);
+    }
+
+    /// Response.flush in a fiber handler: yield until the worker has written the output (or the client left).
+    private static bool sendFromFiber(void* ctx) nothrow @nogc
+    {
+        auto f = cast(HandlerFiber) ctx;
+        if (f.streamBroken)
+            return false;
+        f.wantsSend = true;
+        yieldNogc();
+        return !f.streamBroken;
     }
 
     void await(Job* job)
@@ -146,6 +163,13 @@ struct FiberPool
         f.nextIdle = idle;
         idle = f;
     }
+}
+
+/// Fiber.yield for @nogc callers (switching stacks allocates nothing).
+private void yieldNogc() nothrow @nogc @trusted
+{
+    static void y() { Fiber.yield(); }
+    (cast(void function() nothrow @nogc) &y)();
 }
 
 /// Start (`first`) or resume `f` from the @nogc event loop; true when its handler has returned. (The fiber
