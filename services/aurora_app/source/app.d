@@ -255,6 +255,7 @@ struct AppOptions
 {
     bool accessLog;
     string[] corsOrigins;
+    string staticDir;
 }
 
 Router* buildRouter(AppOptions opts = AppOptions.init)
@@ -276,6 +277,12 @@ Router* buildRouter(AppOptions opts = AppOptions.init)
     r.get("/offload", &blockingWork);
     r.get("/fail", &fail);
     r.get("/stream", &stream);
+    if (opts.staticDir.length)
+    {
+        import aurora.files : staticFiles;
+
+        r.get("/static/*path", staticFiles(opts.staticDir));
+    }
     // /api: a request id on every answer, bodies up to 64 KiB
     auto api = r.group("/api");
     api.use(requestId());
@@ -311,6 +318,7 @@ int main(string[] args)
                 &limits.maxHeaderBytes,
             "max-headers", "most header fields in a request, at most 128 (431 above)", &limits.maxHeaders,
             "max-chunk-line", "longest chunk-size line of a chunked body (400 above)", &limits.maxChunkLine,
+            "static-dir", "serve the files under this folder at /static/ (ETag, Range, sendfile)", &app.staticDir,
             "access-log", "one line per request on stderr (written by a logger thread)", &app.accessLog,
             "cors-origin", "allow this origin (repeat for more; * for any): CORS on every route", &app.corsOrigins,
             "server-name", "the Server header of every response (\"\" for none)", &cfg.serverName,

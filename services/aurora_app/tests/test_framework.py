@@ -1,6 +1,7 @@
 """The framework over the server: typed routes, query parameters, typed JSON, fiber handlers that offload
 blocking work, handler exceptions, the Server header and the parser limits from the command line."""
 import json
+import os
 import socket
 import subprocess
 import threading
@@ -389,3 +390,118 @@ def test_a_stream_nobody_reads_times_out(make_server):
 @pytest.mark.parametrize("query", ["n=x", "n=1000001", "size=65537", "ms=1001", "n=-1"])
 def test_stream_arguments_are_checked(server, query):
     assert request(server, get("/stream?" + query)).status == 400
+
+
+# ---------------------------------------------------------------- files
+
+@pytest.fixture
+def files(make_server, tmp_path):
+    (tmp_path / "css").mkdir()
+    (tmp_path / "css" / "site.css").write_bytes(b"body { color: red }\n")
+    (tmp_path / "hello.txt").write_bytes(b"0123456789abcdef")
+    (tmp_path / "a b.html").write_bytes(b"<p>space</p>")
+    big = os.urandom(8 << 20)
+    (tmp_path / "big.bin").write_bytes(big)
+    (tmp_path / "empty.txt").write_bytes(b"")
+    srv = make_server("--static-dir", str(tmp_path))
+    return srv, big
+
+
+def test_static_files_with_types_and_validators(files):
+    srv, _ = files
+    r = request(srv, get("/static/css/site.css"))
+    assert r.status == 200 and r.body == b"body { color: red }\n"
+    assert r.header("Content-Type") == "text/css; charset=utf-8" and r.header("Accept-Ranges") == "bytes"
+    etag = r.header("ETag")
+    assert etag.startswith('"') and etag.endswith('"') and r.header("Last-Modified").endswith(" GMT")
+    assert request(srv, get("/static/a%20b.html")).body == b"<p>space</p>"
+    assert request(srv, get("/static/empty.txt")).body == b""
+    for cond in (f"If-None-Match: {etag}", f'If-None-Match: "x", W/{etag}', "If-None-Match: *",
+                 "If-Modified-Since: " + r.header("Last-Modified")):
+        nm = request(srv, get("/static/css/site.css", extra=cond + "\r\n"))
+        assert nm.status == 304 and nm.body == b"" and nm.header("ETag") == etag, cond
+    assert request(srv, get("/static/css/site.css", extra='If-None-Match: "other"\r\n')).status == 200
+
+
+@pytest.mark.parametrize("rng,status,body,content_range", [
+    ("bytes=0-3", 206, b"0123", "bytes 0-3/16"),
+    ("bytes=10-", 206, b"abcdef", "bytes 10-15/16"),
+    ("bytes=-4", 206, b"cdef", "bytes 12-15/16"),
+    ("bytes=8-100", 206, b"89abcdef", "bytes 8-15/16"),
+    ("bytes=16-", 416, b"range not satisfiable\n", "bytes */16"),
+    ("bytes=0-1,4-5", 200, b"0123456789abcdef", None),   # several ranges: the whole file
+    ("bytes=5-2", 200, b"0123456789abcdef", None),       # malformed: ignored
+])
+def test_ranges(files, rng, status, body, content_range):
+    srv, _ = files
+    r = request(srv, get("/static/hello.txt", extra=f"Range: {rng}\r\n"))
+    assert (r.status, r.body, r.header("Content-Range")) == (status, body, content_range)
+
+
+def test_if_range_that_no_longer_matches_gets_the_whole_file(files):
+    srv, _ = files
+    etag = request(srv, get("/static/hello.txt")).header("ETag")
+    assert request(srv, get("/static/hello.txt", extra=f"Range: bytes=0-1\r\nIf-Range: {etag}\r\n")).status == 206
+    r = request(srv, get("/static/hello.txt", extra='Range: bytes=0-1\r\nIf-Range: "stale"\r\n'))
+    assert r.status == 200 and len(r.body) == 16
+
+
+@pytest.mark.parametrize("path", ["/static/../BUILD", "/static/%2e%2e/etc/passwd", "/static/css/../hello.txt",
+                                  "/static//hello.txt", "/static/css", "/static/missing", "/static/",
+                                  "/static/hello.txt%00.css", "/static/css%5csite.css"])
+def test_paths_outside_or_not_files_are_404(files, path):
+    srv, _ = files
+    assert request(srv, get(path)).status == 404
+
+
+def test_a_large_file_goes_out_with_sendfile_at_the_clients_pace(files):
+    srv, big = files
+    with srv.connect(timeout=30) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        s.sendall(get("/static/big.bin") + get("/static/big.bin", extra="Range: bytes=1000-1999\r\n") + get("/plaintext"))
+        time.sleep(0.5)  # a reader that waits: the worker serves others meanwhile
+        assert request(srv, get("/plaintext")).status == 200
+        rd = Reader(s)
+        r = rd.read_response()
+        assert r.status == 200 and r.body == big
+        r = rd.read_response()
+        assert r.status == 206 and r.body == big[1000:2000]
+        assert rd.read_response().body == b"Hello, World!"
+    # HEAD: the headers of the file, no body, the connection goes on
+    with srv.connect() as s:
+        s.sendall(get("/static/big.bin", method="HEAD") + get("/plaintext"))
+        rd = Reader(s)
+        h = rd.read_response(head_only=True)
+        assert h.status == 200 and h.header("Content-Length") == str(len(big))
+        assert rd.read_response().body == b"Hello, World!"
+
+
+def test_a_client_leaving_during_a_file(files):
+    srv, _ = files
+    s = srv.connect()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    s.sendall(get("/static/big.bin"))
+    s.recv(1000)
+    s.close()
+    time.sleep(0.3)
+    assert request(srv, get("/plaintext")).status == 200 and srv.proc.poll() is None
+
+
+def test_files_keep_the_request_path_allocation_free(files):
+    from rawhttp import metric_value
+    srv, _ = files
+    reqs = [get("/static/hello.txt"), get("/static/hello.txt", extra="Range: bytes=2-5\r\n"),
+            get("/static/css/site.css", extra='If-None-Match: "x"\r\n'), get("/static/missing")]
+
+    def run(n):
+        with srv.connect() as s:
+            rd = Reader(s)
+            for _ in range(n // len(reqs)):
+                s.sendall(b"".join(reqs))
+                for _ in reqs:
+                    assert rd.read_response().status in (200, 206, 404)
+
+    run(400)
+    before = metric_value(srv, "aurora_gc_allocated_bytes_total")
+    run(4000)
+    assert metric_value(srv, "aurora_gc_allocated_bytes_total") == before

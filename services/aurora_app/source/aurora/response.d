@@ -169,9 +169,11 @@ string reasonPhrase(int code) pure
     case 201: return "Created";
     case 202: return "Accepted";
     case 204: return "No Content";
+    case 205: return "Reset Content";
     case 206: return "Partial Content";
     case 301: return "Moved Permanently";
     case 302: return "Found";
+    case 303: return "See Other";
     case 304: return "Not Modified";
     case 307: return "Temporary Redirect";
     case 308: return "Permanent Redirect";
@@ -184,7 +186,11 @@ string reasonPhrase(int code) pure
     case 411: return "Length Required";
     case 413: return "Content Too Large";
     case 414: return "URI Too Long";
+    case 409: return "Conflict";
+    case 410: return "Gone";
+    case 412: return "Precondition Failed";
     case 415: return "Unsupported Media Type";
+    case 416: return "Range Not Satisfiable";
     case 417: return "Expectation Failed";
     case 422: return "Unprocessable Content";
     case 429: return "Too Many Requests";
@@ -344,6 +350,8 @@ struct Response
     /// Set by the fiber a handler runs in: sends what is buffered and waits for the socket to take it; false
     /// when the client is gone. (Inline handlers have none: their output goes out after they return.)
     bool function(void* ctx) @nogc nothrow sendHook;
+    /// Set by the fiber too: sends the response so far, then `length` bytes of `fd` from `offset` (sendfile).
+    bool function(void* ctx, int fd, ulong offset, ulong length) @nogc nothrow fileHook;
     void* sendCtx;
     bool committed;     /// part of this response has been written to the socket: it can no longer be replaced
 
@@ -469,6 +477,55 @@ struct Response
         clPos = down(clPos, n);
         bodyStart = down(bodyStart, n);
         chunkStart = down(chunkStart, n);
+    }
+
+    /// The status line and headers of a body of `length` bytes that `fileBody` then sends from a file.
+    void beginFile(ushort code, const(char)[] contentType, ulong length)
+    {
+        if (done || streaming || misused)
+        {
+            misuse();
+            return;
+        }
+        if (!headersValid(contentType, null))
+            return;
+        head(code, contentType, null);
+        buf.put("Content-Length: ");
+        buf.putUint(length);
+        buf.put("\r\n\r\n");
+        done = true;
+    }
+
+    /// The body `beginFile` announced: `length` bytes of `fd` from `offset`. In a fiber handler they go from
+    /// the file to the socket (sendfile); elsewhere they are read into the buffer (at most 64 MiB).
+    void fileBody(int fd, ulong offset, ulong length)
+    {
+        import core.sys.posix.unistd : pread;
+
+        if (!done || misused || headOnly)
+            return;
+        if (fileHook !is null)
+        {
+            if (!fileHook(sendCtx, fd, offset, length))
+                committed = misused = true; // cut short: the connection closes
+            return;
+        }
+        if (length > 64 << 20 || !buf.reserve(cast(size_t) length))
+        {
+            misuse();
+            return;
+        }
+        for (ulong got = 0; got < length;)
+        {
+            const n = pread(fd, buf.ptr + buf.len, cast(size_t)(length - got), cast(long)(offset + got));
+            if (n <= 0)
+            {
+                misuse();
+                return;
+            }
+            buf.len += n;
+            got += n;
+        }
     }
 
     /// Streaming a body of unknown length: `Transfer-Encoding: chunked` (HTTP/1.0: no coding and

@@ -706,6 +706,7 @@ private:
         f.ranLocal = ranLocal;
         f.handler = router.routes[route].slow;
         f.conn = c;
+        f.sockFd = c.fd;
         f.route = route;
         f.timed = timed;
         f.startNs = t0;
@@ -723,7 +724,17 @@ private:
             scratchOut.len = 0;
             f.res.buf = &c.wbuf;
         }
-        if (f.wantsSend)
+        afterYield(f);
+    }
+
+    /// `f` yielded for its output: write it now, or (sendfile met a full socket) once the socket is writable.
+    void afterYield(HandlerFiber f)
+    {
+        if (!f.wantsSend)
+            return; // it waits for an offloaded job
+        if (f.waitWritable)
+            (cast(Connection*) f.conn).writeBlocked = true; // EPOLLOUT schedules the pump
+        else
             schedulePump(f);
     }
 
@@ -744,9 +755,8 @@ private:
     {
         if (runFiber(f, false))
             completeSuspended(f);
-        else if (f.wantsSend)
-            schedulePump(f);
-        // else it waits for an offloaded job
+        else
+            afterYield(f);
     }
 
     /// `f` flushed part of a streamed response: write its connection's output in the event loop's next turn.
@@ -779,6 +789,11 @@ private:
     void pump(HandlerFiber f)
     {
         auto c = cast(Connection*) f.conn;
+        if (f.waitWritable)
+        {   // the socket took what sendfile gave it: that was progress
+            f.waitWritable = false;
+            c.lastActivityMs = nowMs;
+        }
         if (!c.broken)
         {
             const r = writeOut(c, c.wbuf.ptr, c.wbuf.len, c.wsent);

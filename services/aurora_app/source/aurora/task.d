@@ -8,6 +8,7 @@
  */
 module aurora.task;
 
+import core.sys.posix.sys.types : off_t, ssize_t;
 import core.thread : Fiber;
 
 import aurora.offload : Job, JobWaiter, Completions, submit;
@@ -32,6 +33,8 @@ final class HandlerFiber : Fiber, JobWaiter
     ulong startNs;         /// when the request was dispatched (for its duration)
     bool finished;         /// the handler has returned (or thrown); false while it waits for a job
     bool wantsSend;        /// it waits for its streamed output to be written (Response.flush)
+    bool waitWritable;     /// ... and then for the socket to be writable again (sendfile met a full socket)
+    int sockFd = -1;       /// the connection's socket (for sendfile)
     bool streamBroken;     /// the client is gone: its flushes fail from now on
     bool pumpQueued;       /// in the worker's list of streams to write
     HandlerFiber nextPump;
@@ -49,6 +52,7 @@ final class HandlerFiber : Fiber, JobWaiter
     {
         finished = wantsSend = streamBroken = false;
         res.sendHook = &sendFromFiber;
+        res.fileHook = &sendFileFromFiber;
         res.sendCtx = cast(void*) this;
         call();
         return finished;
@@ -86,6 +90,41 @@ final class HandlerFiber : Fiber, JobWaiter
         f.wantsSend = true;
         yieldNogc();
         return !f.streamBroken;
+    }
+
+    /// Response.fileBody in a fiber handler: the headers, then sendfile(2) from the file to the socket, waiting
+    /// for the socket whenever it is full.
+    private static bool sendFileFromFiber(void* ctx, int fd, ulong offset, ulong length) nothrow @nogc
+    {
+        import core.stdc.errno : errno, EINTR, EAGAIN;
+        import core.sys.posix.sys.types : off_t, ssize_t;
+
+        auto f = cast(HandlerFiber) ctx;
+        if (!sendFromFiber(ctx))
+            return false;
+        off_t off = cast(off_t) offset;
+        ulong left = length;
+        while (left)
+        {
+            if (f.streamBroken)
+                return false;
+            const n = sendfile(f.sockFd, fd, &off, cast(size_t)(left < (1 << 20) ? left : 1 << 20));
+            if (n > 0)
+            {
+                left -= n;
+                continue;
+            }
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0 && errno == EAGAIN)
+            {
+                f.wantsSend = f.waitWritable = true;
+                yieldNogc();
+                continue;
+            }
+            return false; // the client is gone, or the file shrank
+        }
+        return true;
     }
 
     void await(Job* job)
@@ -164,6 +203,9 @@ struct FiberPool
         idle = f;
     }
 }
+
+// druntime of LDC 1.30 declares no sendfile(2): glibc's, declared by hand
+private extern (C) ssize_t sendfile(int outFd, int inFd, off_t* offset, size_t count) nothrow @nogc;
 
 /// Fiber.yield for @nogc callers (switching stacks allocates nothing).
 private void yieldNogc() nothrow @nogc @trusted
