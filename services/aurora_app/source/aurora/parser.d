@@ -128,24 +128,16 @@ struct Request
     /// bytes were moved there).
     void rebase(const(void)* from, size_t len, const(void)* to)
     {
-        static T[] shift(T)(T[] s, const(void)* from, size_t len, const(void)* to)
-        {
-            const p = cast(const(ubyte)*) s.ptr, f = cast(const(ubyte)*) from;
-            if (s.length == 0 || p < f || p >= f + len)
-                return s;
-            return cast(T[]) (cast(const(ubyte)*) to)[p - f .. p - f + s.length];
-        }
-
-        methodText = shift(methodText, from, len, to);
-        target = shift(target, from, len, to);
-        path = shift(path, from, len, to);
-        query = shift(query, from, len, to);
+        methodText = moved(methodText, from, len, to);
+        target = moved(target, from, len, to);
+        path = moved(path, from, len, to);
+        query = moved(query, from, len, to);
         foreach (ref h; headers[0 .. headerCount])
         {
-            h.name = shift(h.name, from, len, to);
-            h.value = shift(h.value, from, len, to);
+            h.name = moved(h.name, from, len, to);
+            h.value = moved(h.value, from, len, to);
         }
-        body = shift(body, from, len, to);
+        body = moved(body, from, len, to);
     }
 
     /// First header with that name (case-insensitive), or null.
@@ -156,6 +148,15 @@ struct Request
                 return h.value;
         return null;
     }
+}
+
+/// `s` moved by `to - from` when it lies in `[from, from + len)` (bytes moved elsewhere), else `s`.
+T[] moved(T)(T[] s, const(void)* from, size_t len, const(void)* to)
+{
+    const p = cast(const(ubyte)*) s.ptr, f = cast(const(ubyte)*) from;
+    if (s.length == 0 || p < f || p >= f + len)
+        return s;
+    return cast(T[]) (cast(const(ubyte)*) to)[p - f .. p - f + s.length];
 }
 
 enum ParseStatus : ubyte

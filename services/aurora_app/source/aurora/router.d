@@ -20,7 +20,7 @@ module aurora.router;
 import std.traits : functionAttributes, FunctionAttribute, isFunctionPointer, isDelegate;
 
 import aurora.middleware : Middleware;
-import aurora.parser : Request, Method, methodNames;
+import aurora.parser : Request, Method, methodNames, moved;
 import aurora.response : Response;
 
 enum maxParams = 8;
@@ -132,15 +132,6 @@ struct Params
         }
         return decoded[start .. used];
     }
-}
-
-/// `s` moved by `to - from` when it lies in `[from, from + len)`.
-const(char)[] moved(const(char)[] s, const(void)* from, size_t len, const(void)* to) @nogc nothrow
-{
-    const p = cast(const(char)*) s.ptr, f = cast(const(char)*) from;
-    if (s.length == 0 || p < f || p >= f + len)
-        return s;
-    return (cast(const(char)*) to)[p - f .. p - f + s.length];
 }
 
 /// A handler run inline on the event loop: must not block, allocate on the GC heap or throw.
