@@ -194,6 +194,40 @@ def test_out_of_descriptors_does_not_spin(aurora_bin):
             proc.kill()
 
 
+def test_shutdown_answers_connections_still_in_the_accept_queue(aurora_bin):
+    """Connections the server has not accepted yet (here: it is out of descriptors) are taken from the
+    listener's queue at shutdown and their requests answered, instead of being reset with the listener."""
+    import resource
+    import subprocess
+    from rawhttp import Server
+
+    def low_fd_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (32, 32))
+
+    proc = subprocess.Popen([aurora_bin, "--port", "0", "--workers", "1"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=low_fd_limit)
+    conns = []
+    try:
+        port = int(proc.stdout.readline().rsplit(":", 1)[1].split()[0])
+        srv = Server(proc, "127.0.0.1", port)
+        conns = [srv.connect() for _ in range(40)]  # the last ones wait in the backlog
+        time.sleep(0.3)
+        waiting = conns[-5:]
+        for s in waiting:
+            s.sendall(get("/plaintext"))
+        time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        for s in waiting:
+            r = Reader(s).read_response()
+            assert r.status == 200 and r.header("Connection") == "close"
+        assert proc.wait(10) == 0
+    finally:
+        for s in conns:
+            s.close()
+        if proc.poll() is None:
+            proc.kill()
+
+
 def test_sigterm_under_traffic_exits_cleanly(make_server):
     import threading
 

@@ -1082,18 +1082,23 @@ private:
         read(wakeFd, &v, v.sizeof);
         if (shuttingDown)
             return;
-        shuttingDown = true;
         drainDeadlineMs = nowMs + cfg.drainTimeoutMs;
-        // stop accepting
-        close(listenFd);
-        listenFd = -1;
-        // idle keep-alive connections go now; busy ones after their response
+        // idle keep-alive connections go now (freeing descriptors); busy ones after their response
         foreach_reverse (i; 0 .. nconns)
         {
             auto c = conns[i];
             if (!c.inRequest && !c.writeBlocked && !c.lingering && !c.suspended)
                 closeConn(c);
         }
+        // closing the listener would reset the connections still in its queue: take them first, and answer
+        // what they have sent (those that have sent nothing go at the next sweep)
+        const known = nconns;
+        acceptAll();
+        shuttingDown = true;
+        foreach_reverse (i; known .. nconns)
+            onReadable(conns[i]);
+        close(listenFd);
+        listenFd = -1;
     }
 }
 
