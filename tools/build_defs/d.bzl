@@ -17,6 +17,7 @@ DInfo = provider(fields = {
     "srcs": "depset of all D sources (this library and its deps)",
     "imports": "depset of import folders (execroot-relative)",
     "archives": "depset of static archives to link",
+    "linkopts": "depset of linker flags (ldc2's -L...) that the libraries need, e.g. system libraries",
 })
 
 _RELEASE_FLAGS = ["-O3", "-release"]
@@ -40,6 +41,9 @@ def _collect(ctx):
     archives = depset(transitive = [d[DInfo].archives for d in ctx.attr.deps], order = "topological")
     return srcs, imports, archives
 
+def _linkopts(ctx):
+    return depset(ctx.attr.linkopts, transitive = [d[DInfo].linkopts for d in ctx.attr.deps])
+
 def _ldc(ctx, inputs, flags, out, progress):
     ctx.actions.run(
         executable = LDC2,
@@ -60,7 +64,12 @@ def _d_library_impl(ctx):
     _ldc(ctx, depset(transitive = [srcs]), ["-lib"] + _RELEASE_FLAGS + ctx.attr.dflags + _import_flags(imports), lib, "ldc2 -lib %s" % ctx.label)
     return [
         DefaultInfo(files = depset([lib])),
-        DInfo(srcs = srcs, imports = imports, archives = depset([lib], transitive = [archives], order = "topological")),
+        DInfo(
+            srcs = srcs,
+            imports = imports,
+            archives = depset([lib], transitive = [archives], order = "topological"),
+            linkopts = _linkopts(ctx),
+        ),
     ]
 
 _ATTRS = {
@@ -68,6 +77,8 @@ _ATTRS = {
     "deps": attr.label_list(providers = [DInfo]),
     "imports": attr.string_list(),
     "dflags": attr.string_list(),
+    # system libraries a library needs at link time, as ldc2 flags (-L-lssl): every binary and test using it links them
+    "linkopts": attr.string_list(),
     "_versions": attr.label(default = "@toolchains//:versions.txt", allow_single_file = True),
 }
 
@@ -77,6 +88,7 @@ def _d_binary_impl(ctx):
     srcs, imports, archives = _collect(ctx)
     out = ctx.actions.declare_file(ctx.label.name)
     flags = _RELEASE_FLAGS + ctx.attr.dflags + _import_flags(imports) + [a.path for a in archives.to_list()]
+    flags += _linkopts(ctx).to_list()
     _ldc(ctx, depset(transitive = [srcs, archives]), flags, out, "ldc2 %s" % ctx.label)
     return [DefaultInfo(executable = out, files = depset([out]), runfiles = ctx.runfiles(files = ctx.files.data))]
 
@@ -94,6 +106,7 @@ def _d_test_impl(ctx):
     all_srcs = [f for f in srcs.to_list() if f not in ctx.files.srcs]
     # -allinst: with -checkaction=context LDC 1.30 otherwise leaves some assert-message templates undefined.
     flags = ["-unittest", "-g", "-checkaction=context", "-allinst"] + ctx.attr.dflags + _import_flags(imports) + [f.path for f in all_srcs]
+    flags += _linkopts(ctx).to_list()
     if not ctx.attr.has_main:
         flags.append("-main")
     _ldc(ctx, srcs, flags, out, "ldc2 -unittest %s" % ctx.label)

@@ -2,7 +2,7 @@
 
 A machine where a package was once installed by hand passes every other test while a fresh machine fails: this
 test closes that gap. For each file used (the commands run by the rules, tests and benches, the paths WORKSPACE
-names, and every file the linker reads when ldc2 links a libFuzzer target), `dpkg -S` names the package that
+names, and every file the linker reads when ldc2 links a libFuzzer target or OpenSSL), `dpkg -S` names the package that
 owns it, and that package must be one tools/bazel installs (`tools/bazel --print-packages`), a dependency apt
 installs with one of them, or the package of a toolchain the launcher requires (python3, cargo, rustc, cc,
 node). A file that no package owns must belong to such a toolchain. Conversely, every listed package must
@@ -103,17 +103,32 @@ def closure(roots: set[str]) -> set[str]:
     return seen
 
 
+def link_inputs(tmp: Path, name: str, source: str, flags: list[str], expect: str) -> list[str]:
+    """The files the linker reads when ldc2 links `source` with `flags`; one of them must contain `expect`."""
+    work = tmp / name
+    work.mkdir()
+    src = work / "target.d"
+    src.write_text(source)
+    r = subprocess.run([which("ldc2"), *flags, str(src), f"-of={work / 'target'}", "-L--trace"],
+                       capture_output=True, text=True, cwd=work)
+    assert r.returncode == 0, f"ldc2 cannot link {name}:\n{r.stderr[-2000:]}"
+    files = {os.path.normpath(line.strip()) for line in (r.stdout + r.stderr).splitlines()
+             if line.strip().startswith("/") and not line.strip().startswith(str(work))}
+    assert any(expect in f for f in files), f"no {expect} among the linker's inputs: {sorted(files)}"
+    return sorted(files)
+
+
 def fuzz_link_inputs(tmp: Path) -> list[str]:
     """The files the linker reads when ldc2 links a libFuzzer target, as aurora_app's parser_fuzz does."""
-    src = tmp / "target.d"
-    src.write_text("extern(C) int LLVMFuzzerTestOneInput(const(ubyte)* d, size_t n) { return 0; }\n")
-    r = subprocess.run([which("ldc2"), "-fsanitize=fuzzer", str(src), f"-of={tmp / 'target'}", "-L--trace"],
-                       capture_output=True, text=True, cwd=tmp)
-    assert r.returncode == 0, f"ldc2 cannot link a libFuzzer target:\n{r.stderr[-2000:]}"
-    files = {os.path.normpath(line.strip()) for line in (r.stdout + r.stderr).splitlines()
-             if line.strip().startswith("/") and not line.strip().startswith(str(tmp))}
-    assert any("fuzzer" in f for f in files), f"no libFuzzer runtime among the linker's inputs: {sorted(files)}"
-    return sorted(files)
+    return link_inputs(tmp, "fuzz", "extern(C) int LLVMFuzzerTestOneInput(const(ubyte)* d, size_t n) { return 0; }\n",
+                       ["-fsanitize=fuzzer"], "fuzzer")
+
+
+def tls_link_inputs(tmp: Path) -> list[str]:
+    """The files the linker reads when ldc2 links OpenSSL in, as aurora_app does (its `linkopts`)."""
+    return link_inputs(tmp, "tls", "extern(C) int OPENSSL_init_ssl(ulong, const(void)*);\n"
+                                   "void main() { OPENSSL_init_ssl(0, null); }\n",
+                       ["-L-lssl", "-L-lcrypto"], "libssl")
 
 
 def workspace_paths() -> list[str]:
@@ -126,6 +141,7 @@ def used_files(tmp: Path) -> dict[str, str]:
     used = {which(c): f"command `{c}`" for c in COMMANDS}
     used.update({p: "WORKSPACE local_repository" for p in workspace_paths()})
     used.update({f: "linked by ldc2 -fsanitize=fuzzer" for f in fuzz_link_inputs(tmp)})
+    used.update({f: "linked by ldc2 -L-lssl -L-lcrypto" for f in tls_link_inputs(tmp)})
     return used
 
 

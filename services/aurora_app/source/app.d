@@ -321,6 +321,8 @@ int main(string[] args)
             "static-dir", "serve the files under this folder at /static/ (ETag, Range, sendfile)", &app.staticDir,
             "access-log", "one line per request on stderr (written by a logger thread)", &app.accessLog,
             "cors-origin", "allow this origin (repeat for more; * for any): CORS on every route", &app.corsOrigins,
+            "tls-cert", "serve HTTPS: the certificate chain (PEM, leaf first); needs --tls-key", &cfg.tlsCert,
+            "tls-key", "the private key (PEM) of --tls-cert", &cfg.tlsKey,
             "server-name", "the Server header of every response (\"\" for none)", &cfg.serverName,
             "no-metrics", "record no request metrics (no timing, no hot-path samples; /metrics still serves"
                 ~ " the connection and GC metrics): the 'off' side of measuring the recording overhead", &noMetrics);

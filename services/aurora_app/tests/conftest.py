@@ -29,7 +29,7 @@ def _build(tmp_dir: pathlib.Path) -> str:
     srcs = [str(ROOT / "source" / "app.d")] + sorted(str(p) for p in (ROOT / "source" / "aurora").glob("*.d"))
     srcs += sorted(str(p) for p in (lib / "perfkit_metrics").glob("*.d"))
     subprocess.run([ldc2, "-O3", "-release", "-boundscheck=on", "-I", str(ROOT / "source"), "-I", str(lib), *srcs,
-                    f"-of={out}"], check=True, cwd=tmp_dir)
+                    "-L-lssl", "-L-lcrypto", f"-of={out}"], check=True, cwd=tmp_dir)
     return str(out)
 
 

@@ -22,6 +22,7 @@ import aurora.offload : startOffload, stopOffload;
 import aurora.response : setServerName;
 import aurora.router : Router;
 import aurora.server;
+import aurora.tls : TlsContext;
 
 /// Serve `router` with `cfg` until SIGTERM or SIGINT. Returns the process exit code: 0 after a graceful stop,
 /// 1 when the listeners cannot be opened, 2 for a configuration error (the message is on stderr).
@@ -45,10 +46,21 @@ int serve(Router* router, ServerConfig cfg)
     pthread_sigmask(SIG_BLOCK, &sigs, null);
     signal(SIGPIPE, SIG_IGN);
 
+    TlsContext tls;
+    if (cfg.tlsCert.length)
+    {
+        string err;
+        tls = TlsContext.load(cfg.tlsCert, cfg.tlsKey, err);
+        if (tls is null)
+        {
+            stderr.writefln("%s: %s", cfg.serviceName, err);
+            return 2;
+        }
+    }
     initMetrics(cfg.serviceName, router.labels(), cfg.workers);
     auto config = new ServerConfig;
     *config = cfg;
-    auto workers = openWorkers(router, config);
+    auto workers = openWorkers(router, config, tls);
     if (workers is null)
         return 1;
     startOffload(cfg.offloadThreads);
@@ -61,8 +73,8 @@ int serve(Router* router, ServerConfig cfg)
         t.start();
         threads ~= t;
     }
-    writefln("listening on %s:%s (%s worker%s)", shownHost(cfg.host), config.port, cfg.workers,
-             cfg.workers == 1 ? "" : "s");
+    writefln("listening on %s:%s (%s worker%s%s)", shownHost(cfg.host), config.port, cfg.workers,
+             cfg.workers == 1 ? "" : "s", tls is null ? "" : ", TLS");
     stdout.flush();
 
     int sig;
@@ -89,6 +101,8 @@ string configError(const ref ServerConfig cfg)
         return "--workers must be at most 256";
     if (cfg.offloadThreads == 0 || cfg.offloadThreads > 1024)
         return "--offload-threads must be between 1 and 1024";
+    if ((cfg.tlsCert.length == 0) != (cfg.tlsKey.length == 0))
+        return "TLS needs both a certificate (--tls-cert) and its key (--tls-key)";
     if (!validFieldValue(cfg.serverName))
         return "the server name must be a valid header value";
     if (const err = cfg.limits.error())
@@ -98,7 +112,7 @@ string configError(const ref ServerConfig cfg)
 
 /// Bind one listener per worker on cfg.host:cfg.port (an ephemeral port is shared by all) and set each worker up;
 /// on success cfg.port is the bound port. Null (after a message on stderr) when that fails.
-private Worker*[] openWorkers(Router* router, ServerConfig* cfg)
+private Worker*[] openWorkers(Router* router, ServerConfig* cfg, TlsContext tls)
 {
     if (cfg.port != 0 && portTaken(cfg.host, cfg.port))
     {
@@ -122,6 +136,7 @@ private Worker*[] openWorkers(Router* router, ServerConfig* cfg)
         w.cfg = cfg;
         w.router = router;
         w.metrics = workerMetrics[i];
+        w.tls = tls;
         if (!w.setup(fd))
         {
             stderr.writefln("%s: epoll setup failed", cfg.serviceName);
@@ -174,6 +189,9 @@ unittest
     assert(configError(cfg) is null);
     cfg.idleTimeoutMs = 0;
     assert(configError(cfg) == "timeouts and --max-connections must be positive");
+    cfg = ServerConfig.init;
+    cfg.tlsCert = "cert.pem";
+    assert(configError(cfg) == "TLS needs both a certificate (--tls-cert) and its key (--tls-key)");
     cfg = ServerConfig.init;
     cfg.serverName = "a\r\nb";
     assert(configError(cfg) == "the server name must be a valid header value");

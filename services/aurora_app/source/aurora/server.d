@@ -35,6 +35,7 @@ import aurora.router;
 import aurora.middleware : Middleware;
 import aurora.offload : Completions, Job;
 import aurora.task : FiberPool, HandlerFiber, runFiber;
+import aurora.tls : SSL, TlsContext, Want, tlsClose, tlsEstablished, tlsFree, tlsRecv, tlsSend;
 
 extern (C) int accept4(int, sockaddr*, socklen_t*, int) nothrow @nogc;
 private enum SOCK_NONBLOCK_ = 0x800, SOCK_CLOEXEC_ = 0x80000;
@@ -54,6 +55,8 @@ struct ServerConfig
     uint drainTimeoutMs = 10_000;     /// graceful shutdown: give up after this
     uint lingerMs = 2_000;            /// after a closing response, wait for the peer's FIN
     uint maxConnections = 20_000;     /// over all workers; more get 503 and are closed
+    string tlsCert;                   /// PEM certificate chain: with tlsKey, every connection speaks TLS
+    string tlsKey;                    /// PEM private key of tlsCert
     int backlog = 4096;
     bool metrics = true;              /// false: the request path records nothing (--no-metrics)
 }
@@ -78,6 +81,7 @@ struct Connection
 {
     int fd;
     size_t slot;
+    SSL* ssl;             // TLS: the record layer over fd (null: plain)
     Buffer rbuf;
     Buffer wbuf;
     size_t rconsumed;     // bytes of rbuf already answered
@@ -94,6 +98,8 @@ struct Connection
     bool peerClosed;
     bool finSeen;         // epoll reported the peer's FIN (EPOLLRDHUP): read on to EOF
     bool sentContinue;
+    bool handshaking;     // TLS handshake not over yet: the header timeout runs from the accept
+    bool readWantsWrite;  // TLS: a read (the handshake) waits for the socket to be writable
     bool suspended;       // a fiber handler waits for offloaded work: no reads, writes or closes until it returns
     bool broken;          // the socket failed while suspended: close when the handler returns
     HandlerFiber fiber;   // the waiting handler (kept alive by the worker's FiberPool)
@@ -138,6 +144,7 @@ struct Worker
     const(ServerConfig)* cfg;
     const(Router)* router;
     WorkerMetrics* metrics;
+    TlsContext tls;         // null: plain HTTP
 
     Connection** conns;
     size_t nconns, capConns;
@@ -273,6 +280,11 @@ private:
             {
                 atomicOp!"-="(liveConnections, 1);
                 connectionRejected(metrics);
+                if (tls !is null)
+                {   // no handshake for a connection that is turned away
+                    close(fd);
+                    continue;
+                }
                 const head = statusLine(503);
                 iovec[2] parts = [iovec(cast(void*) head.ptr, head.length),
                                   iovec(cast(void*) busyRest.ptr, busyRest.length)];
@@ -293,6 +305,17 @@ private:
             c.fd = fd;
             c.lastActivityMs = nowMs;
             connectionAccepted(metrics);
+            if (tls !is null)
+            {
+                c.ssl = tls.accept(fd);
+                c.handshaking = true;
+                c.requestStartMs = nowMs;
+                if (c.ssl is null)
+                {
+                    closeConn(c);
+                    continue;
+                }
+            }
             epoll_event ev;
             ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
             ev.data.ptr = c;
@@ -345,6 +368,11 @@ private:
         {   // its handler still writes into c: closed when it returns
             c.broken = true;
             return;
+        }
+        if (c.ssl !is null)
+        {
+            tlsFree(c.ssl);
+            c.ssl = null;
         }
         close(c.fd); // also removes it from the epoll set
         c.fd = -1;
@@ -402,6 +430,8 @@ private:
         // request before it; remember it so that reading goes on to EOF
         if (ev & (EPOLLRDHUP | EPOLLHUP))
             c.finSeen = true;
+        if ((ev & EPOLLOUT) && c.readWantsWrite)
+            ev |= EPOLLIN; // the handshake can go on
         if ((ev & EPOLLOUT) && c.writeBlocked)
         {
             if (!flush(c))
@@ -460,7 +490,7 @@ private:
                     }
                 }
                 const space = inb.cap - inb.len;
-                const n = read(c.fd, inb.ptr + inb.len, space);
+                const n = recvFrom(c, inb.ptr + inb.len, space);
                 if (n > 0)
                 {
                     inb.len += n;
@@ -471,9 +501,10 @@ private:
                         c.requestStartMs = nowMs;
                     }
                     process(c, inb);
-                    if (cast(size_t) n < space && !c.finSeen)
+                    if (cast(size_t) n < space && !c.finSeen && c.ssl is null)
                         break; // drained: edge-triggered epoll reports new data
-                    // (after a FIN, read on: the next read returns EOF)
+                    // (after a FIN, read on: the next read returns EOF; TLS hands out one record per read:
+                    // read on until it says the socket is empty)
                 }
                 else if (n == 0)
                     c.peerClosed = true;
@@ -706,7 +737,7 @@ private:
         f.ranLocal = ranLocal;
         f.handler = router.routes[route].slow;
         f.conn = c;
-        f.sockFd = c.fd;
+        f.sockFd = c.ssl is null ? c.fd : -1; // (TLS: no sendfile)
         f.route = route;
         f.timed = timed;
         f.startNs = t0;
@@ -894,6 +925,8 @@ private:
         {
             // half-close, then read until the peer's FIN so our response is
             // not destroyed by a reset caused by unread request bytes
+            if (c.ssl !is null)
+                tlsClose(c.ssl);
             shutdown(c.fd, SHUT_WR);
             c.lingering = true;
             c.lingerUntilMs = nowMs + cfg.lingerMs;
@@ -963,12 +996,35 @@ private:
 
     enum Sent { all, blocked, failed }
 
+    /// read(2) from the connection: its socket, or the TLS record layer over it.
+    ptrdiff_t recvFrom(Connection* c, void* p, size_t len)
+    {
+        if (c.ssl is null)
+            return read(c.fd, p, len);
+        Want want;
+        const n = tlsRecv(c.ssl, p, len, want);
+        c.readWantsWrite = n < 0 && want == Want.write;
+        if (c.handshaking && tlsEstablished(c.ssl))
+            c.handshaking = false;
+        return n;
+    }
+
+    /// write(2) to the connection: its socket, or the TLS record layer over it. (A TLS write that waits for
+    /// the socket to be readable goes on from onReadable, which flushes after reading.)
+    ptrdiff_t sendTo(Connection* c, const(void)* p, size_t len)
+    {
+        if (c.ssl is null)
+            return write(c.fd, p, len);
+        Want want;
+        return tlsSend(c.ssl, p, len, want);
+    }
+
     /// `write` bytes `sent .. len` of `p` until all are out, the socket is full, or it fails.
     Sent writeOut(Connection* c, const(ubyte)* p, size_t len, ref size_t sent)
     {
         while (sent < len)
         {
-            const n = write(c.fd, p + sent, len - sent);
+            const n = sendTo(c, p + sent, len - sent);
             if (n > 0)
             {
                 sent += n;
@@ -1034,6 +1090,12 @@ private:
             if (shuttingDown && nowMs >= drainDeadlineMs)
             {
                 closeConn(c);
+                continue;
+            }
+            if (c.handshaking)
+            {
+                if (nowMs - c.requestStartMs >= cfg.headerTimeoutMs)
+                    closeConn(c);
                 continue;
             }
             const idleFor = nowMs - c.lastActivityMs;

@@ -100,6 +100,8 @@ final class HandlerFiber : Fiber, JobWaiter
         import core.sys.posix.sys.types : off_t, ssize_t;
 
         auto f = cast(HandlerFiber) ctx;
+        if (f.sockFd < 0)
+            return sendFileBuffered(f, fd, offset, length);
         if (!sendFromFiber(ctx))
             return false;
         off_t off = cast(off_t) offset;
@@ -123,6 +125,31 @@ final class HandlerFiber : Fiber, JobWaiter
                 continue;
             }
             return false; // the client is gone, or the file shrank
+        }
+        return true;
+    }
+
+    /// The file through the response's buffer, 64 KiB at a time, each sent before the next is read: for a
+    /// connection whose bytes the process must encrypt (TLS), where sendfile(2) cannot go.
+    private static bool sendFileBuffered(HandlerFiber f, int fd, ulong offset, ulong length) nothrow @nogc
+    {
+        import core.sys.posix.unistd : pread;
+
+        enum size_t piece = 64 * 1024;
+        auto buf = f.res.buf;
+        while (length)
+        {
+            const want = length < piece ? cast(size_t) length : piece;
+            if (!buf.reserve(want))
+                return false;
+            const n = pread(fd, buf.ptr + buf.len, want, cast(off_t) offset);
+            if (n <= 0)
+                return false; // the file shrank, or cannot be read
+            buf.len += n;
+            offset += n;
+            length -= n;
+            if (!sendFromFiber(cast(void*) f))
+                return false;
         }
         return true;
     }
