@@ -11,6 +11,7 @@
 module aurora.metrics;
 
 import core.memory : GC;
+import core.time : MonoTime;
 import perfkit_metrics;
 import aurora.parser : ParsedMethod = Method;
 
@@ -124,6 +125,35 @@ void observe(WorkerMetrics* w, size_t route, ParsedMethod method, const(char)[] 
 /// Record one timed call of a hot path (the caller samples with `w.sampler`).
 pragma(inline, true)
 void observeHot(WorkerMetrics* w, Hotpath p, ulong ns) { hot.observeNs(w.shard, p, ns); }
+
+/// One hot-path interval of a sampled request: `start(on)` notes the time when the request is sampled, `stop`
+/// records the interval into the path's histogram (neither reads the clock for the other requests).
+struct HotSpan
+{
+    private MonoTime t0;
+    private bool on;
+
+@nogc nothrow:
+
+    pragma(inline, true)
+    static HotSpan start(bool sampled)
+    {
+        HotSpan s;
+        if (sampled)
+        {
+            s.on = true;
+            s.t0 = MonoTime.currTime;
+        }
+        return s;
+    }
+
+    pragma(inline, true)
+    void stop(WorkerMetrics* w, Hotpath p)
+    {
+        if (on)
+            observeHot(w, p, cast(ulong)(MonoTime.currTime - t0).total!"nsecs");
+    }
+}
 
 void connectionAccepted(WorkerMetrics* w)
 {

@@ -16,7 +16,6 @@ import core.atomic;
 import core.stdc.errno;
 import core.stdc.stdlib : calloc, free, realloc;
 import core.stdc.string : memmove;
-import core.time : MonoTime;
 import core.sys.linux.epoll;
 import core.sys.linux.sys.eventfd : eventfd, EFD_NONBLOCK, EFD_CLOEXEC;
 import core.sys.linux.time : clock_gettime, timespec, CLOCK_MONOTONIC, CLOCK_MONOTONIC_COARSE;
@@ -118,12 +117,6 @@ ulong monoNs() @nogc nothrow
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1_000_000_000UL + ts.tv_nsec;
-}
-
-/// Nanoseconds since `t0` (hot-path timing).
-private ulong nsSince(MonoTime t0) @nogc nothrow
-{
-    return cast(ulong)(MonoTime.currTime - t0).total!"nsecs";
 }
 
 /// Publish the calling worker's GC allocation counter (used by /metrics).
@@ -553,19 +546,14 @@ private:
             size_t len = inb.len - start;
             // hot-path sample: this request is timed (parse, handle, the batch's write)
             const timed = record && metrics.sampler.due();
-            MonoTime t0;
-            if (timed)
-                t0 = MonoTime.currTime;
+            auto parseSpan = HotSpan.start(timed);
             const st = c.parser.parse(inb.ptr + start, len, req);
             inb.len = start + len; // chunked decoding may have squeezed the tail
             if (st != ParseStatus.needMore && record)
             {
                 metrics.sampler.advance();
-                if (timed)
-                {
-                    observeHot(metrics, Hotpath.parse, nsSince(t0));
-                    hotWrite = true;
-                }
+                parseSpan.stop(metrics, Hotpath.parse);
+                hotWrite = hotWrite || timed;
             }
             if (st == ParseStatus.needMore)
             {
@@ -908,14 +896,11 @@ private:
     {
         if (c.suspended)
             return true; // its handler may be half-way through a response: written when it returns
-        const timed = hotWrite;
+        auto writeSpan = HotSpan.start(hotWrite);
         hotWrite = false;
-        MonoTime t0;
-        if (timed)
-            t0 = MonoTime.currTime;
         const w = writeBatch(c);
-        if (timed && w != WriteResult.closed)
-            observeHot(metrics, Hotpath.write, nsSince(t0));
+        if (w != WriteResult.closed)
+            writeSpan.stop(metrics, Hotpath.write);
         if (w == WriteResult.closed)
             return false;
         if (w == WriteResult.blocked)
