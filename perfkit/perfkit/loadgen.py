@@ -35,7 +35,7 @@ def run(binary: str, url: str, *, mode: str = "http", method: str = "GET", body:
         headers: tuple[str, ...] = (), connections: int = 16, duration: float = 2.0, warmup: float = 0.0,
         rate: float | None = None, cpus: str | None = None, scenario: str = "default",
         metrics_addr: str | None = None, timeout_s: float = 2.0, sd_dir: str | None = None,
-        service: str = "") -> dict:
+        service: str = "", cacert: str | None = None) -> dict:
     """Run the engine once: closed loop when ``rate`` is None (``--max``), else constant rate.
 
     With ``metrics_addr`` and ``sd_dir``, a Prometheus target file names the run's metrics address with the labels
@@ -57,6 +57,8 @@ def run(binary: str, url: str, *, mode: str = "http", method: str = "GET", body:
             cmd += ["--body", body]
     for h in headers:
         cmd += ["-H", h]
+    if cacert:
+        cmd += ["--cacert", cacert]
     if metrics_addr:
         cmd += ["--metrics-addr", metrics_addr]
     cmd.append(url)

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from statistics import geometric_mean
 
 from . import loadgen
-from .runner import Settings, Started, round_order, start_system, workload_url
+from .runner import Settings, Started, cacert_of, round_order, start_system, workload_url
 from .scenarios import Scenario, Workload
 from .stats import BOOTSTRAP_RESAMPLES, bootstrap_interval
 
@@ -157,7 +157,8 @@ class PairedRun:
         cpu0 = st.proc.cpu_seconds
         res = loadgen.run(s.load_bin, workload_url(st, w), mode=w.mode, method=w.method, body=w.body,
                           headers=w.headers, connections=w.connections, duration=duration, warmup=warmup,
-                          rate=None, cpus=s.load_cpus, scenario=f"{self.sc.name}/{w.name}/{st.system.name}")
+                          rate=None, cpus=s.load_cpus, scenario=f"{self.sc.name}/{w.name}/{st.system.name}",
+                          cacert=cacert_of(st))
         st.proc.sample()
         if not st.proc.alive():
             raise loadgen.LoadError(f"{st.system.name} exited with status {st.proc.popen.returncode}")

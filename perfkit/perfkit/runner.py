@@ -132,6 +132,12 @@ def start_system(st: Started, settings: Settings, cpus: str | None) -> None:
     st.port = free_port()
     st.values = {"port": st.port, "host": "127.0.0.1", "tmp": tmp, "python": sys.executable,
                  "peers": settings.peers_dir}
+    if s.tls:
+        try:
+            st.values["tls_cert"], st.values["tls_key"], st.values["tls_ca"] = make_certificate(tmp)
+        except (OSError, subprocess.SubprocessError) as e:
+            st.fail(f"cannot make a TLS certificate with openssl: {e}")
+            return
     st.version = version_of(s.version, settings.bins, st.values)
     if s.url:
         st.command = []
@@ -177,8 +183,27 @@ def _register_target(st: Started, settings: Settings) -> None:
         print(f"perfkit: no Prometheus target file for {st.system.name}: {e}", file=sys.stderr)
 
 
+def make_certificate(folder: str) -> tuple[str, str, str]:
+    """A CA and a certificate it signs for localhost and 127.0.0.1 (P-256, 2 days), made by the openssl command in
+    ``folder``: (certificate, its key, the CA certificate that the load engine trusts). A self-signed server
+    certificate would not do: rustls refuses a CA certificate used as the server's own."""
+    ca, ca_key = os.path.join(folder, "ca.pem"), os.path.join(folder, "ca.key")
+    cert, key = os.path.join(folder, "cert.pem"), os.path.join(folder, "key.pem")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2"]
+    for args in (["-keyout", ca_key, "-out", ca, "-subj", "/CN=perfkit bench CA"],
+                 ["-keyout", key, "-out", cert, "-subj", "/CN=localhost", "-CA", ca, "-CAkey", ca_key,
+                  "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-addext", "basicConstraints=critical,CA:FALSE"]):
+        subprocess.run(["openssl", "req", "-x509", *ec, *args], check=True, capture_output=True, timeout=30)
+    return cert, key, ca
+
+
+def cacert_of(st: Started) -> str | None:
+    """The certificate the load engine must trust to reach ``st`` (None: plain HTTP)."""
+    return st.values.get("tls_ca") if st.system.tls else None
+
+
 def workload_url(st: Started, w: Workload) -> str:
-    scheme = "ws" if w.mode == "ws" else "http"
+    scheme = ("wss" if w.mode == "ws" else "https") if st.system.tls else ("ws" if w.mode == "ws" else "http")
     if st.system.url:
         return scheme + st.system.url[len("http"):] + w.path
     return f"{scheme}://127.0.0.1:{st.port}{w.path}"
@@ -255,7 +280,7 @@ class ServerRun:
                               headers=w.headers, connections=w.connections, duration=duration, warmup=warmup,
                               rate=rate, cpus=s.load_cpus, scenario=f"{self.sc.name}/{w.name}/{st.system.name}",
                               metrics_addr=s.metrics_addr or (f"127.0.0.1:{free_port()}" if s.prom_sd_dir else None),
-                              sd_dir=s.prom_sd_dir, service=st.system.name)
+                              sd_dir=s.prom_sd_dir, service=st.system.name, cacert=cacert_of(st))
         except loadgen.LoadError as e:
             if self._check_alive(st):
                 st.fail(f"load run failed: {e}")

@@ -8,7 +8,9 @@ against it, each by a small driver process.
 Strings in ``command``, ``env``, ``cwd``, ``ready``, ``metrics`` and ``files`` may use placeholders:
 ``${port}`` (a free port chosen by the bench), ``${host}``, ``${tmp}`` (a fresh temp dir per system),
 ``${python}`` (this interpreter), ``${peers}`` (the peer apps folder), ``${bin:NAME}`` (a binary,
-resolved by the bench from ``--bin NAME=PATH``, ``PERFKIT_BIN_NAME`` or ``PATH``).
+resolved by the bench from ``--bin NAME=PATH``, ``PERFKIT_BIN_NAME`` or ``PATH``), and for a system with
+``tls = true`` ``${tls_cert}`` and ``${tls_key}`` (a certificate for 127.0.0.1 and localhost made for the run,
+and its key, PEM: the load engine trusts it and drives the workloads over ``https://``).
 Services added later register by adding a file; nothing else changes.
 """
 
@@ -23,7 +25,7 @@ KINDS = ("server", "client")
 ROLES = ("service", "variant", "original", "peer", "floor")  # variant: the service configured otherwise, never a peer
 MODES = ("http", "ws")
 SUITES = ("quick", "full")
-PLACEHOLDERS = ("port", "host", "tmp", "python", "peers", "bin")
+PLACEHOLDERS = ("port", "host", "tmp", "python", "peers", "bin", "tls_cert", "tls_key")
 CLIENTS = ("requestx_client", "requests", "httpx", "urllib3", "aiohttp", "pycurl", "pyreqwest", "niquests",
            "requestx")
 
@@ -63,6 +65,7 @@ class System:
     url: str | None = None  # a system the bench does not start: the base URL it already answers at
     # server scenarios: the workloads this system serves (None: all); the others are not run against it
     workloads: tuple[str, ...] | None = None
+    tls: bool = False  # serves HTTPS with the certificate the bench makes (${tls_cert}, ${tls_key})
 
     def serves(self, workload: str) -> bool:
         return self.workloads is None or workload in self.workloads
@@ -214,7 +217,7 @@ def _url(ctx, where, v, key, schemes) -> str:
 def _system(ctx, where, t, *, roles=ROLES) -> System:
     _check_keys(ctx, where, t, ("name",),
                 ("command", "ready", "url", "role", "description", "env", "cwd", "metrics", "files", "version",
-                 "ready_timeout_s", "suites", "workloads"))
+                 "ready_timeout_s", "suites", "workloads", "tls"))
     name = _name(ctx, where, t["name"])
     where = f"{where} {name!r}"
     role = _enum(ctx, where, t.get("role", "peer"), "role", roles)
@@ -263,8 +266,18 @@ def _system(ctx, where, t, *, roles=ROLES) -> System:
         workloads = _str_list(ctx, where, t["workloads"], "workloads")
         if not workloads:
             ctx.fail(where, "'workloads' must name at least one workload (leave it out for all)")
+    tls = t.get("tls", False)
+    if not isinstance(tls, bool):
+        ctx.fail(where, "'tls' must be true or false")
+    if tls and (roles != ROLES or url is not None):
+        ctx.fail(where, "'tls' is for the systems of a server scenario that the bench starts")
+    if tls and not str(t.get("ready", "")).startswith("tcp://"):
+        ctx.fail(where, "a 'tls' system is ready when it accepts connections: give a tcp:// 'ready'")
+    uses_tls = any("${tls_" in v for v in list(command) + list(env.values()) + list(files.values()))
+    if uses_tls and not tls:
+        ctx.fail(where, "${tls_cert} and ${tls_key} are for systems with tls = true")
     return System(
-        name=name, role=role, command=command, url=url,
+        name=name, role=role, command=command, url=url, tls=tls,
         ready=_url(ctx, where, t.get("ready") or _tcp_of(url), "ready", ("http", "tcp")),
         description=_str(ctx, where, t.get("description", ""), "description", empty_ok=True),
         env=env, cwd=cwd,

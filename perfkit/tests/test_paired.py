@@ -153,3 +153,51 @@ def test_an_uneven_cpu_split_is_called_out_in_concurrent_mode():
     assert "median 0.333" in uneven and "**Uneven CPU split**" in uneven
     rounds = [rnd(["base", "variant"], 0.5), rnd(["variant", "base"], 0.5)]
     assert paired.base_cpu_share(rounds) == pytest.approx(1 / 3)
+
+
+TLS_SCENARIO = """
+name = "tinytls"
+kind = "server"
+description = "a raw ASGI app over HTTPS against itself"
+
+[[systems]]
+name = "https-a"
+role = "service"
+tls = true
+command = ["${python}", "-m", "uvicorn", "raw_asgi:app", "--app-dir", "${peers}", "--host", "127.0.0.1",
+           "--port", "${port}", "--loop", "asyncio", "--http", "h11", "--no-access-log", "--log-level", "warning",
+           "--ssl-certfile", "${tls_cert}", "--ssl-keyfile", "${tls_key}"]
+ready = "tcp://127.0.0.1:${port}"
+
+[[systems]]
+name = "https-b"
+role = "floor"
+tls = true
+command = ["${python}", "-m", "uvicorn", "raw_asgi:app", "--app-dir", "${peers}", "--host", "127.0.0.1",
+           "--port", "${port}", "--loop", "asyncio", "--http", "h11", "--no-access-log", "--log-level", "warning",
+           "--ssl-certfile", "${tls_cert}", "--ssl-keyfile", "${tls_key}"]
+ready = "tcp://127.0.0.1:${port}"
+
+[[workloads]]
+name = "ping"
+path = "/ping"
+connections = 4
+"""
+
+
+def test_tls_systems_are_driven_over_https(tmp_path, perfkit_load):
+    """A system with tls = true gets a certificate made for the run, and the load engine trusts it: every
+    request of the run is answered over HTTPS (a plain-HTTP request to these servers would fail)."""
+    d = tmp_path / "scenarios"
+    d.mkdir()
+    (d / "tinytls.toml").write_text(TLS_SCENARIO)
+    out = tmp_path / "out"
+    r = run_cli(["paired", "tinytls/https-a", "tinytls/https-b", "--scenarios", str(d), "--rounds", "2",
+                 "--round", "0.5", "--warmup", "0.3", "--out", str(out), "--bin", f"perfkit-load={perfkit_load}"],
+                timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rec = json.loads((out / "paired.json").read_text())
+    assert rec["status"] == "ok"
+    for x in rec["rounds"]:
+        for side in ("base", "variant"):
+            assert x[side]["rps"] > 20 and x[side]["errors"] == 0 and x[side]["failed_answers"] == 0

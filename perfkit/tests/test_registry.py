@@ -55,6 +55,7 @@ def test_every_scenario_file_loads_and_validates():
             expected = classic | {"ws-echo"}
         assert {w.name for w in aq.workloads if s.serves(w.name)} == expected, s.name
     assert "nginx" in reg.get("aurora_app").member_names()
+    assert {s.name for s in reg.get("aurora_app").systems if s.tls} == {"aurora_app-tls", "nginx-tls"}
     assert [s.name for s in reg.get("aurora_app").systems if s.role == "floor"] == ["hyper"]
     assert reg.get("rpc_app").workloads[0].mode == "ws"
     assert reg.get("requestx_client").kind == "client"
@@ -103,6 +104,11 @@ workloads = WORKLOADS
     (lambda t: t + WITH_PEER.replace("WORKLOADS", '["rooot"]'), "unknown workload 'rooot' in 'workloads' (valid: root)"),
     (lambda t: t + WITH_PEER.replace("WORKLOADS", "[]"), "'workloads' must name at least one workload"),
     (lambda t: t + WITH_PEER.replace("WORKLOADS", '"root"'), "'workloads' must be a list of strings"),
+    (lambda t: t.replace('role = "service"', 'role = "service"\ntls = "yes"'), "'tls' must be true or false"),
+    (lambda t: t.replace('role = "service"', 'role = "service"\ntls = true'),
+     "a 'tls' system is ready when it accepts connections: give a tcp:// 'ready'"),
+    (lambda t: t.replace('"${{port}}"]', '"${{port}}", "${{tls_cert}}"]'),
+     "${tls_cert} and ${tls_key} are for systems with tls = true"),
 ])
 def test_bad_scenario_file_gives_a_clear_error(tmp_path, mutate, message):
     path = tmp_path / "bad.toml"
@@ -124,7 +130,7 @@ def test_unknown_names_list_the_valid_ones():
     reg = Registry.load(SCENARIOS)
     with pytest.raises(ScenarioError, match=r"unknown scenario or system 'nope' \(valid: aquilia_app, aurora_app"):
         reg.select(["nope"])
-    with pytest.raises(ScenarioError, match=r"unknown system 'nope' in scenario 'aurora_app' \(valid: aurora_app, aurora_app-w2, aurora_app-offload4, aurora_app-nometrics, nginx, hyper, hyper-metrics\)"):
+    with pytest.raises(ScenarioError, match=r"unknown system 'nope' in scenario 'aurora_app' \(valid: aurora_app, aurora_app-w2, aurora_app-offload4, aurora_app-nometrics, nginx, aurora_app-tls, nginx-tls, hyper, hyper-metrics\)"):
         reg.select(["aurora_app/nope"])
     picked = reg.select(["sanic", "rpc_app"])
     assert [(sc.name, m) for sc, m in picked] == [("aquilia_app", ["sanic"]), ("rpc_app", None)]
