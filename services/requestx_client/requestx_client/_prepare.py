@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import urlencode, urljoin, urlsplit, urlunsplit
 
 from ._body import _pairs
-from ._request import PreparedRequest, Request, merge_hooks, merge_setting
+from ._request import PreparedRequest, Request, _requote, merge_hooks, merge_setting
 from .adapters import cert_paths, proxy_list, split_timeout
 from .cookies import RequestsCookieJar, cookiejar_from_dict, extract_cookies_to_jar, get_cookie_header, merge_cookies
 from .metrics import Recorder, client_metrics
@@ -43,6 +43,16 @@ def _merge_params(request_params: Any, session_params: Any) -> Any:
         return merge_setting(request_params, session_params)
     return "&".join(p if isinstance(p, str) else p.decode("ascii") if isinstance(p, bytes)
                     else urlencode(_pairs(p)) for p in (session_params, request_params))
+
+
+def _jar_copy(jar: CookieJar) -> CookieJar:
+    """A copy of ``jar`` of the same class (a plain ``http.cookiejar.CookieJar`` has no ``copy``)."""
+    if hasattr(jar, "copy"):
+        return jar.copy()
+    new = jar.__class__()
+    for cookie in jar:
+        new.set_cookie(cookie)
+    return new
 
 
 class ClientBase:
@@ -109,8 +119,8 @@ class ClientBase:
         jar = merge_cookies(self.cookies.copy(), own) if own is not None else self.cookies
         url = request.url
         auth = request.auth
-        if not auth and self.auth is None and self.trust_env and url.__class__ is str and "@" not in url:
-            auth = get_netrc_auth(url)
+        if not auth and self.auth is None and self.trust_env and url.__class__ is str:
+            auth = self._netrc_auth(url)  # over credentials in the URL, as in requests
         rh = request.headers
         if rh:
             headers = self.headers.copy()
@@ -134,6 +144,9 @@ class ClientBase:
         p.prepare(request.method, url, headers, request.files, request.data, params, auth, jar, hooks, request.json)
         p._own_cookies = own
         return p
+
+    def _netrc_auth(self, url: str) -> tuple[str, str] | None:
+        return get_netrc_auth(url)
 
     def prepare(self, method: str, url: Any, params: Any = None, data: Any = None,
                 headers: Mapping[str, Any] | None = None, cookies: Any = None, files: Any = None,
@@ -159,15 +172,23 @@ class ClientBase:
 
     # --- redirects ---
     def _request_jar(self, cookies: Any) -> CookieJar:
-        """The client's jar, or a copy with ``cookies`` added (both are sent, as in requests)."""
+        """The client's jar, or a copy with ``cookies`` added (both are sent, as in requests; the request's
+        own win). A plain ``http.cookiejar.CookieJar`` keeps its class, as requests keeps it."""
         if not cookies:
             return self.cookies
+        if isinstance(cookies, CookieJar) and not isinstance(cookies, RequestsCookieJar):
+            jar = _jar_copy(cookies)
+            merge_cookies(jar, self.cookies)
+            return merge_cookies(jar, cookies)
         own = cookies if isinstance(cookies, CookieJar) else cookiejar_from_dict(cookies)
         return merge_cookies(self.cookies.copy(), own)
 
-    def redirect_cookies(self, cookies: Any) -> RequestsCookieJar:
-        """The jar a redirect chain carries to ``redirect_request``: the request's own cookies, plus, for a
-        client that keeps no cookies, those each hop sets (they still reach the next hops, as in requests)."""
+    def redirect_cookies(self, cookies: Any) -> CookieJar:
+        """The jar a redirect chain carries to ``redirect_request``: the request's own cookies (in a copy of
+        its jar's class), plus, for a client that keeps no cookies, those each hop sets (they still reach
+        the next hops, as in requests)."""
+        if isinstance(cookies, CookieJar):
+            return _jar_copy(cookies)
         jar = RequestsCookieJar()
         merge_cookies(jar, cookies)
         return jar
@@ -185,8 +206,17 @@ class ClientBase:
         return old != new and (old[0], old[2], new[0], new[2]) != ("http", 80, "https", 443)
 
     def get_redirect_target(self, resp: Response) -> str | None:
-        """The Location of a redirect response, or None if ``resp`` is not a redirect."""
-        return resp.headers.get("location") if resp.is_redirect else None
+        """The Location of a redirect response, or None if ``resp`` is not a redirect. A Location sent as
+        raw UTF-8 (read as Latin-1 off the wire) is decoded as UTF-8, as requests does."""
+        if not resp.is_redirect:
+            return None
+        location = resp.headers["location"]
+        if not location.isascii():
+            try:
+                location = location.encode("latin-1").decode("utf-8")
+            except UnicodeError:
+                pass
+        return location
 
     def rebuild_method(self, prep: PreparedRequest, resp: Response) -> None:
         """303 (and 302, except for HEAD) turn the method into GET, and 301 turns POST into GET, as browsers do."""
@@ -194,13 +224,18 @@ class ClientBase:
         if (code in (302, 303) and method != "HEAD") or (code == 301 and method == "POST"):
             prep.method = "GET"
 
-    def redirect_request(self, resp: Response, prep: PreparedRequest, cookies: Any) -> PreparedRequest:
+    def redirect_request(self, resp: Response, prep: PreparedRequest, cookies: Any,
+                         location: str | None = None) -> PreparedRequest:
         """The request to send for a redirect response (method, body and headers rewritten as requests does).
-        ``cookies`` is the chain's jar from ``redirect_cookies``."""
-        location = resp._native.header("location")
+        ``cookies`` is the chain's jar from ``redirect_cookies``; ``location`` the target, by default from
+        ``get_redirect_target``."""
+        if location is None:
+            location = self.get_redirect_target(resp) or ""
         if location.startswith("//"):
             location = urlsplit(resp.url).scheme + ":" + location
         new_url = urljoin(resp.url, location)
+        if not new_url.isascii() or " " in new_url:
+            new_url = _requote(new_url)
         old_parts, new_parts = urlsplit(prep.url), urlsplit(new_url)
         if new_parts.fragment == "" and old_parts.fragment:
             new_url = urlunsplit(new_parts._replace(fragment=old_parts.fragment))

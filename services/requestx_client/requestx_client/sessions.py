@@ -5,16 +5,20 @@ as in requests; ``send()`` follows redirects and runs the response hooks on ever
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 from . import exceptions as exc
 from ._prepare import DEFAULT_REDIRECT_LIMIT, ClientBase
+from ._proxies import environ_proxies, resolve_proxies
 from ._request import PreparedRequest, Request, merge_setting
 from .adapters import BaseAdapter, HTTPAdapter, current_recorder, split_timeout
+from .auth import _basic_auth_str
 from .cookies import extract_cookies_to_jar
 from .hooks import dispatch_hook
 from .models import REDIRECT_STATI, Response
-from .utils import env_ca_bundle, get_netrc_auth  # noqa: F401  (requests.sessions exposes get_netrc_auth)
+from .utils import env_ca_bundle, get_auth_from_url, get_netrc_auth  # noqa: F401  (requests.sessions has it)
 
 __all__ = ["Session", "session"]
 
@@ -40,6 +44,17 @@ class Session(ClientBase):
         self.adapters: OrderedDict[str, BaseAdapter] = OrderedDict()
         self.mount("https://", self._adapter)
         self.mount("http://", self._adapter)
+
+    # whether a subclass overrides get_redirect_target (then every answer is offered to it)
+    _custom_target = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._custom_target = cls.get_redirect_target is not ClientBase.get_redirect_target
+
+    def _netrc_auth(self, url: str) -> tuple[str, str] | None:
+        # through this module's name, which callers (and requests' tests) replace to supply credentials
+        return get_netrc_auth(url)
 
     @property
     def _native(self) -> Any:
@@ -98,19 +113,36 @@ class Session(ClientBase):
         return self.send(prep, timeout=timeout, allow_redirects=allow_redirects, **settings)
 
     def merge_environment_settings(self, url: str, proxies: Any, stream: Any, verify: Any, cert: Any) -> dict[str, Any]:
-        """The send settings for ``url``: the given ones over the session's, and with ``trust_env`` the CA
-        bundle of REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE for ``verify=True``. Proxy variables of the
-        environment (and NO_PROXY) are applied by the native core when no proxy is given for the URL's
-        scheme, so they are not in the result."""
+        """The send settings for ``url``: the given ones over the session's, and with ``trust_env`` the
+        environment's: its proxy for the URL (``*_proxy``, unless ``no_proxy`` names the host) and the CA
+        bundle of REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE for ``verify=True``. Read at every call, as requests
+        does: the environment may have changed."""
+        if self.trust_env:
+            proxies = dict(proxies) if proxies else {}
+            for k, v in environ_proxies(url, proxies.get("no_proxy")).items():
+                proxies.setdefault(k, v)
         if proxies is not None and self.proxies:
             proxies = merge_setting(proxies, self.proxies)
-        elif proxies is None:
+        elif not proxies:
             proxies = self.proxies
         verify = self.verify if verify is None else verify
-        if verify is True and self.trust_env:  # read now, as requests does: the environment may have changed
+        if verify is True and self.trust_env:
             verify = env_ca_bundle() or True
         return {"proxies": proxies, "stream": self.stream if stream is None else stream, "verify": verify,
                 "cert": self.cert if cert is None else cert}
+
+    def rebuild_proxies(self, prepared_request: PreparedRequest, proxies: Any) -> dict[str, str]:
+        """The proxies for ``prepared_request`` (``proxies`` plus the environment's, with ``trust_env``), and
+        its Proxy-Authorization header set again from the chosen proxy's credentials. Only a plain-http
+        request gets one: an https request goes through a tunnel, where the header would reach the origin."""
+        new = resolve_proxies(prepared_request.url, proxies, self.trust_env)
+        headers = prepared_request.headers
+        headers.pop("Proxy-Authorization", None)
+        scheme = urlsplit(prepared_request.url).scheme.lower()
+        user, password = get_auth_from_url(new[scheme]) if scheme in new else ("", "")
+        if not scheme.startswith("https") and user and password:
+            headers["Proxy-Authorization"] = _basic_auth_str(user, password)
+        return new
 
     def send(self, request: PreparedRequest, *, stream: bool | None = None, timeout: Any = None,
              verify: Any = None, cert: Any = None, proxies: Any = None, allow_redirects: bool = True,
@@ -124,17 +156,21 @@ class Session(ClientBase):
             timeout = self.timeout
         if self.total_timeout is not None:
             timeout = _with_total(timeout, self.total_timeout)
+        if proxies is None:  # sent without request(): the environment's proxies still apply
+            proxies = resolve_proxies(request.url, self.proxies, self.trust_env)
         kw = {"stream": self.stream if stream is None else stream, "timeout": timeout,
               "verify": self.verify if verify is None else verify, "cert": self.cert if cert is None else cert,
-              "proxies": self.proxies if proxies is None else proxies}
+              "proxies": proxies}
         rec = self._recorder
         token = current_recorder.set(rec) if rec is not None else None
         try:
             resp = self._send_hop(request, kw)
-            if resp.status_code in REDIRECT_STATI and resp.is_redirect:
+            # a subclass's get_redirect_target may follow answers that are not 3xx: ask it about every one
+            if (resp.status_code in REDIRECT_STATI and resp.is_redirect) or self._custom_target:
                 if allow_redirects:
-                    resp = self._follow(resp, request, kw)
-                else:
+                    for resp in self.resolve_redirects(resp, request, **kw):
+                        pass
+                elif resp.is_redirect:
                     resp._next = self.redirect_request(resp, request, self.redirect_cookies(request._own_cookies))
         finally:
             if token is not None:
@@ -157,19 +193,31 @@ class Session(ClientBase):
                 extract_cookies_to_jar(self.cookies, resp.request or request, resp)
         return resp
 
-    def _follow(self, resp: Response, request: PreparedRequest, kw: dict[str, Any]) -> Response:
+    def resolve_redirects(self, resp: Response, req: PreparedRequest, stream: bool = False, timeout: Any = None,
+                          verify: Any = True, cert: Any = None, proxies: Any = None, yield_requests: bool = False,
+                          **adapter_kwargs: Any) -> Iterator[Any]:
+        """Follow the redirects from ``resp`` (the answer to ``req``): yield each next response (or, with
+        ``yield_requests``, only the next request, unsent). Each response's ``history`` holds the ones
+        before it; ``TooManyRedirects`` past ``max_redirects``."""
+        kw = {"stream": stream, "timeout": timeout, "verify": verify, "cert": cert, "proxies": proxies}
+        chain = self.redirect_cookies(req._own_cookies)
         history: list[Response] = []
-        chain = self.redirect_cookies(request._own_cookies)
-        prep = request
-        while resp.is_redirect:
-            if len(history) >= self.max_redirects:
+        location = self.get_redirect_target(resp)
+        while location:
+            history.append(resp)
+            if len(history) > self.max_redirects:
                 raise exc.TooManyRedirects(f"Exceeded {self.max_redirects} redirects.", response=resp)
             _drain(resp)
-            history.append(resp)
-            prep = self.redirect_request(resp, prep, chain)
-            resp = self._send_hop(prep, kw)
+            req = self.redirect_request(resp, req, chain, location)
+            if yield_requests:
+                yield req
+                return
+            if proxies is not None:
+                kw["proxies"] = self.rebuild_proxies(req, proxies)
+            resp = self._send_hop(req, kw)
             resp.history = history + resp.history
-        return resp
+            location = self.get_redirect_target(resp)
+            yield resp
 
     def get(self, url: Any, params: Any = None, **kwargs: Any) -> Response:
         # allow_redirects defaults to True in request(), as requests' get() sets it
@@ -205,11 +253,14 @@ def _with_total(timeout: Any, total: float) -> Any:
 
 
 def _drain(resp: Response) -> None:
-    """Read a redirect response's body so its connection goes back to the pool."""
+    """Read a redirect response's body so its connection goes back to the pool (a broken body closes it)."""
     try:
-        resp._native.body_len()
-    except (exc.ChunkedEncodingError, exc.ContentDecodingError, exc.ReadTimeout):
-        resp._native.close()
+        if resp._native is not None:
+            resp._native.body_len()
+        else:
+            resp.content  # noqa: B018  (a Response built by hand reads its raw)
+    except (exc.RequestException, RuntimeError):  # also a body already taken by iter_content()
+        resp.close()
 
 
 def session(**kwargs: Any) -> Session:

@@ -127,7 +127,11 @@ impl WireRequest {
         if !seen.accept_encoding {
             self.put(b"Accept-Encoding", b"gzip, deflate, br, zstd");
         }
+        // a caller's Transfer-Encoding (requests sets `chunked` for a body of unknown length) frames the
+        // body: it goes as one chunk and the terminating one, with no Content-Length
+        let body = if seen.transfer_encoding { Some(one_chunk(body.as_deref().unwrap_or_default())) } else { body };
         match &body {
+            Some(_) if seen.transfer_encoding => {}
             Some(b) => self.put(b"Content-Length", b.len().to_string().as_bytes()),
             None if self.needs_length => self.put(b"Content-Length", b"0"),
             None => {}
@@ -141,13 +145,27 @@ impl WireRequest {
     }
 }
 
-/// Which of the headers reqwest adds by default the caller already set.
+/// `body` in chunked framing: one chunk (none when empty) and the last, empty one.
+fn one_chunk(body: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(body.len() + 24);
+    if !body.is_empty() {
+        out.extend_from_slice(format!("{:x}\r\n", body.len()).as_bytes());
+        out.extend_from_slice(body);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"0\r\n\r\n");
+    Bytes::from(out)
+}
+
+/// Which of the headers reqwest adds by default the caller already set, and whether the caller framed
+/// the body with Transfer-Encoding.
 #[derive(Default, Clone, Copy)]
 pub struct Seen {
     pub host: bool,
     pub user_agent: bool,
     pub accept: bool,
     pub accept_encoding: bool,
+    pub transfer_encoding: bool,
 }
 
 impl Seen {
@@ -160,6 +178,8 @@ impl Seen {
             self.accept = true;
         } else if name.eq_ignore_ascii_case(b"accept-encoding") {
             self.accept_encoding = true;
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            self.transfer_encoding = true;
         }
     }
 }
@@ -751,7 +771,8 @@ fn parse_head(buf: &[u8], req: &WireRequest) -> Result<Option<Head>, ExchangeErr
         } else if name == reqwest::header::CONTENT_LENGTH {
             match parse_length(h.value) {
                 Some(n) if content_length.is_none_or(|c| c == n) => content_length = Some(n),
-                _ => return Err(fail(ErrKind::Connection, "invalid Content-Length in the response")),
+                // urllib3 (so requests) calls this an invalid header, not a broken connection
+                _ => return Err(fail(ErrKind::InvalidHeader, "invalid Content-Length in the response")),
             }
         } else if name == reqwest::header::TRANSFER_ENCODING {
             transfer_encoding = true;

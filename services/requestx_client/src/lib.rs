@@ -201,6 +201,9 @@ fn is_tls_error(err: &(dyn std::error::Error + 'static)) -> bool {
             }
         }
         let msg = e.to_string();
+        if msg.contains("SOCKS") {
+            return false; // "SOCKS handshake": the proxy's protocol, not TLS
+        }
         if TLS_MARKERS.iter().any(|m| msg.contains(m)) {
             return true;
         }

@@ -150,9 +150,11 @@ def test_certificate_for_another_host(wrong_host_tls_server, ca_file):
     assert requests.get(wrong_host_tls_server.url + "/echo", verify=False).ok
 
 
-def test_bad_ca_bundle(tls_server, tmp_path):
-    with pytest.raises(exc.SSLError):
-        requests.get(tls_server.url + "/echo", verify=str(tmp_path / "missing.pem"))
+def test_bad_ca_bundle(tls_server, server, tmp_path):
+    missing = str(tmp_path / "missing.pem")
+    with pytest.raises(OSError, match="Could not find a suitable TLS CA certificate bundle, invalid path: "):
+        requests.get(tls_server.url + "/echo", verify=missing)
+    assert requests.get(server.url + "/echo", verify=missing).ok  # plain http: no bundle needed
     empty = tmp_path / "empty.pem"
     empty.write_text("no certificates here\n")
     with pytest.raises(exc.SSLError):

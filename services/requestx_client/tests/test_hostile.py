@@ -37,9 +37,10 @@ def test_a_huge_content_length_allocates_nothing_up_front(length):
 @pytest.mark.parametrize("field", [b"Content-Length: +5", b"Content-Length: 5, 5", b"Content-Length: 0x5",
                                    b"Content-Length: 5\r\nContent-Length: 6", b"Content-Length: 18446744073709551616"])
 def test_malformed_or_conflicting_content_length_is_refused(field):
+    # InvalidHeader, as requests raises for conflicting lengths
     answer = b"HTTP/1.1 200 OK\r\n" + field + b"\r\n\r\nhello"
     with RawServer(lambda c, r, h: answer) as srv:
-        _raises_quickly(exc.ConnectionError, lambda: requests.get(srv.url))
+        _raises_quickly(exc.InvalidHeader, lambda: requests.get(srv.url))
 
 
 def test_transfer_encoding_wins_over_content_length_and_the_connection_is_dropped():

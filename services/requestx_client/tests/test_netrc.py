@@ -56,12 +56,15 @@ def test_requests_use_netrc(server, netrc_file):
         assert s.get(server.url + "/basic-auth/u/p").ok
     with requests.Session(trust_env=False) as s:
         assert s.get(server.url + "/basic-auth/u/p").status_code == 401
-    # given credentials win over the file: explicit, the session's, or in the URL
+    # given credentials win over the file: explicit or the session's
     assert requests.get(server.url + "/basic-auth/u/p", auth=("u", "x")).status_code == 401
     with requests.Session(auth=("u", "x")) as s:
         assert s.get(server.url + "/basic-auth/u/p").status_code == 401
+    # but the file wins over credentials in the URL, as in requests (its test_basicauth_with_netrc_leak)
     url = server.url.replace("http://", "http://u:x@") + "/basic-auth/u/p"
-    assert requests.get(url).status_code == 401
+    assert requests.get(url).status_code == 200
+    with requests.Session(trust_env=False) as s:
+        assert s.get(url).status_code == 401
 
 
 def test_get_auth_from_url():
