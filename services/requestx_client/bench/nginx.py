@@ -37,7 +37,8 @@ http {{
     uwsgi_temp_path {root}/uwsgi;
     scgi_temp_path {root}/scgi;
     server {{
-        listen 127.0.0.1:{port} reuseport backlog=4096;
+        listen {listen}:{port} reuseport backlog=4096;
+        {allow}
         location = / {{ default_type text/plain; return 200 "Hello, World!"; }}
         location = /post {{ default_type text/plain; return 200 "ok"; }}
         location = /json-1mb {{ default_type application/json; alias {root}/1mb.json; }}
@@ -62,6 +63,9 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, default=18080)
     ap.add_argument("--cpu", type=int, default=1, help="core to pin the worker to (taskset)")
+    ap.add_argument("--any-loopback", action="store_true",
+                    help="answer on every 127.0.0.0/8 address (bound to all addresses, others refused): "
+                         "for bench_memory.py --hosts")
     args = ap.parse_args()
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     root = tempfile.mkdtemp(prefix="rx-nginx-")
@@ -69,10 +73,12 @@ def main() -> int:
     make_json(os.path.join(root, "1mb.json"))
     conf = os.path.join(root, "nginx.conf")
     with open(conf, "w") as f:
-        f.write(CONF.format(root=root, port=args.port))
+        listen, allow = ("0.0.0.0", "allow 127.0.0.0/8; deny all;") if args.any_loopback else ("127.0.0.1", "")
+        f.write(CONF.format(root=root, port=args.port, listen=listen, allow=allow))
     cmd = ["taskset", "-c", str(args.cpu), nginx, "-c", conf, "-p", root]
     proc = subprocess.Popen(cmd)
-    print(f"nginx pid {proc.pid} on 127.0.0.1:{args.port}, cpu {args.cpu}", flush=True)
+    where = "every 127.0.0.0/8 address" if args.any_loopback else "127.0.0.1"
+    print(f"nginx pid {proc.pid} on {where}, port {args.port}, cpu {args.cpu}", flush=True)
 
     def stop(*_: object) -> None:
         raise KeyboardInterrupt

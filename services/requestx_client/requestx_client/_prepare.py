@@ -65,7 +65,7 @@ class ClientBase:
                  verify: bool | str = True, proxies: Mapping[str, str] | None = None, trust_env: bool = True,
                  max_redirects: int = DEFAULT_REDIRECT_LIMIT, pool_maxsize: int = 32,
                  pool_idle_timeout: float | None = 90.0, max_body_size: int | None = None,
-                 max_decoded_size: int | None = None, metrics: Any = None) -> None:
+                 max_decoded_size: int | None = None, metrics: Any = None, http2: bool = False) -> None:
         self.headers = default_headers()
         if headers:
             self.headers.update(headers)
@@ -84,7 +84,7 @@ class ClientBase:
         self.stream = False
         self.cert = None
         # limits of plain-http responses (bytes as sent, and after decoding): None = none, as requests
-        self._pool_args = (trust_env, pool_maxsize, pool_idle_timeout, max_body_size, max_decoded_size)
+        self._pool_args = (trust_env, pool_maxsize, pool_idle_timeout, max_body_size, max_decoded_size, http2)
         self._recorder: Recorder | None = None
         if metrics is not None:
             self.metrics = metrics

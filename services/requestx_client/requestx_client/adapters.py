@@ -103,17 +103,18 @@ class BaseAdapter:
 
 class HTTPAdapter(BaseAdapter):
     """http and https through the native core. ``pool_maxsize`` is the number of idle connections kept per
-    host; ``max_retries`` (an int, or an object with ``total``) is how many times an idempotent request
-    is sent again after a connection error. ``pool_connections`` and ``pool_block`` are kept for
-    compatibility: the pools are per host and never block. The keyword-only settings are those of
-    ``Session`` (``trust_env``: read proxy variables from the environment)."""
+    host; ``max_retries`` (an int, or a urllib3 ``Retry``: its ``total`` counts connection errors, and its
+    ``status_forcelist`` answers sent again, then ``RetryError``) is how many times an idempotent request
+    is sent again. ``pool_connections`` and ``pool_block`` are kept for compatibility: the pools are per
+    host and never block. The keyword-only settings are those of ``Session`` (``http2``: offer HTTP/2 to
+    https servers). Proxies come from ``send(proxies=...)``: the session adds the environment's."""
 
     __attrs__ = ["max_retries", "config", "_pool_connections", "_pool_maxsize", "_pool_block"]
 
     def __init__(self, pool_connections: int = DEFAULT_POOLSIZE, pool_maxsize: int = DEFAULT_POOLSIZE,
-                 max_retries: Any = DEFAULT_RETRIES, pool_block: bool = DEFAULT_POOLBLOCK, *, trust_env: bool = True,
+                 max_retries: Any = DEFAULT_RETRIES, pool_block: bool = DEFAULT_POOLBLOCK, *,
                  pool_idle_timeout: float | None = 90.0, max_body_size: int | None = None,
-                 max_decoded_size: int | None = None) -> None:
+                 max_decoded_size: int | None = None, http2: bool = False) -> None:
         self.max_retries = max_retries
         self.config: dict[str, Any] = {}
         self._pool_connections = pool_connections
@@ -121,7 +122,7 @@ class HTTPAdapter(BaseAdapter):
         self._pool_block = pool_block
         # the environment's proxies are chosen per request in Python (_proxies.py), as requests does, so
         # the core reads none itself: a variable changed after the session was made still applies
-        self._pool_args = (False, pool_maxsize, pool_idle_timeout, max_body_size, max_decoded_size)
+        self._pool_args = (False, pool_maxsize, pool_idle_timeout, max_body_size, max_decoded_size, http2)
         self._client = _native.Client(*self._pool_args)
         # requests' adapters keep a urllib3 ProxyManager per proxy here; the core keeps its proxied pools
         # itself, so this stays empty unless a caller stores its own (close() clears what is there)

@@ -59,11 +59,11 @@ class AsyncClient(ClientBase):
                  timeout: Any = None, total_timeout: float | None = None, verify: bool | str = True,
                  proxies: Any = None, trust_env: bool = True, max_redirects: int = DEFAULT_REDIRECT_LIMIT,
                  follow_redirects: bool = True, pool_maxsize: int = 128,
-                 pool_idle_timeout: float | None = 90.0, metrics: Any = None) -> None:
+                 pool_idle_timeout: float | None = 90.0, metrics: Any = None, http2: bool = False) -> None:
         super().__init__(headers=headers, cookies=cookies, auth=auth, params=params, timeout=timeout,
                          total_timeout=total_timeout, verify=verify, proxies=proxies, trust_env=trust_env,
                          max_redirects=max_redirects, pool_maxsize=pool_maxsize,
-                         pool_idle_timeout=pool_idle_timeout, metrics=metrics)
+                         pool_idle_timeout=pool_idle_timeout, metrics=metrics, http2=http2)
         self.follow_redirects = follow_redirects
         self._native = self._new_native()
         self._closed = False

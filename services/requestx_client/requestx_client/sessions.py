@@ -31,16 +31,15 @@ class Session(ClientBase):
                  timeout: Any = None, total_timeout: float | None = None, verify: bool | str = True,
                  proxies: Any = None, trust_env: bool = True, max_redirects: int = DEFAULT_REDIRECT_LIMIT,
                  pool_maxsize: int = 32, pool_idle_timeout: float | None = 90.0, max_body_size: int | None = None,
-                 max_decoded_size: int | None = None, metrics: Any = None) -> None:
+                 max_decoded_size: int | None = None, metrics: Any = None, http2: bool = False) -> None:
         super().__init__(headers=headers, cookies=cookies, auth=auth, params=params, timeout=timeout,
                          total_timeout=total_timeout, verify=verify, proxies=proxies, trust_env=trust_env,
                          max_redirects=max_redirects, pool_maxsize=pool_maxsize,
                          pool_idle_timeout=pool_idle_timeout, max_body_size=max_body_size,
-                         max_decoded_size=max_decoded_size, metrics=metrics)
+                         max_decoded_size=max_decoded_size, metrics=metrics, http2=http2)
         # one adapter (so one set of pools) for both schemes, with the session's pool settings
-        self._adapter = HTTPAdapter(pool_maxsize=pool_maxsize, trust_env=trust_env,
-                                    pool_idle_timeout=pool_idle_timeout, max_body_size=max_body_size,
-                                    max_decoded_size=max_decoded_size)
+        self._adapter = HTTPAdapter(pool_maxsize=pool_maxsize, pool_idle_timeout=pool_idle_timeout,
+                                    max_body_size=max_body_size, max_decoded_size=max_decoded_size, http2=http2)
         self.adapters: OrderedDict[str, BaseAdapter] = OrderedDict()
         self.mount("https://", self._adapter)
         self.mount("http://", self._adapter)

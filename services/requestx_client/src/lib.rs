@@ -296,6 +296,8 @@ struct Inner {
     clients: Mutex<HashMap<Key, (reqwest::Client, u64)>>,
     ticks: std::sync::atomic::AtomicU64,
     trust_env: bool,
+    /// offer HTTP/2 to https servers (ALPN); off: HTTP/1.1 only
+    http2: bool,
     pool_max_idle_per_host: usize,
     pool_idle_timeout: Option<Duration>,
     /// blocking connections of the direct path (plain http, no proxy)
@@ -333,16 +335,19 @@ impl Inner {
             Verify::No => tls::not_verifying().clone(),
             Verify::CaBundle(path) => tls::with_bundle(path)?,
         };
-        let tls_config = match &key.cert {
+        let mut tls_config = match &key.cert {
             None => tls_config,
             Some((cert, pkey)) => tls::with_client_cert(tls_config, cert, pkey.as_deref())?,
         };
+        if self.http2 {
+            // offered in the TLS handshake (ALPN): the server picks; plain http stays HTTP/1.1
+            tls_config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        }
         let mut b = reqwest::Client::builder()
             .tls_backend_preconfigured(tls_config)
             .redirect(reqwest::redirect::Policy::none())
             .referer(false)
             .tcp_nodelay(true)
-            .http1_only()
             .http1_title_case_headers()
             .pool_max_idle_per_host(self.pool_max_idle_per_host)
             .pool_idle_timeout(self.pool_idle_timeout)
@@ -351,6 +356,9 @@ impl Inner {
             // connect timeouts per request (timeouts.rs): one pool serves every timeout
             .connector_layer(timeouts::ConnectTimeoutLayer)
             .user_agent(concat!("requestx-client/", env!("CARGO_PKG_VERSION")));
+        if !self.http2 {
+            b = b.http1_only();
+        }
         match &key.proxies {
             Some(list) => {
                 b = b.no_proxy();
@@ -849,13 +857,14 @@ impl Pending {
 impl Client {
     #[new]
     #[pyo3(signature = (trust_env=true, pool_maxsize=32, pool_idle_timeout=90.0, max_body_size=None,
-                        max_decoded_size=None))]
+                        max_decoded_size=None, http2=false))]
     fn new(
         trust_env: bool,
         pool_maxsize: usize,
         pool_idle_timeout: Option<f64>,
         max_body_size: Option<usize>,
         max_decoded_size: Option<usize>,
+        http2: bool,
     ) -> PyResult<Self> {
         let idle = secs_to_ms(pool_idle_timeout, "pool idle")?.map(Duration::from_millis);
         let limits = direct::Limits { max_body: max_body_size, max_decoded: max_decoded_size };
@@ -867,6 +876,7 @@ impl Client {
                 clients: Mutex::new(HashMap::new()),
                 ticks: std::sync::atomic::AtomicU64::new(0),
                 trust_env,
+                http2,
                 pool_max_idle_per_host: pool_maxsize,
                 pool_idle_timeout: idle,
                 direct: direct::Pool::new(pool_maxsize, idle, limits),
