@@ -764,6 +764,62 @@ def test_priority_orders_the_chain():
     assert [type(m).__name__ for m in inner_id.middleware.order()] == ["TrustedHostMiddleware", "RequestIdMiddleware"]
 
 
+class _Tag(Middleware):
+    """Adds ``x-tag: <name>`` to the answers of the routes it wraps."""
+
+    def __init__(self, name):
+        self.name = name
+
+    async def __call__(self, request, call_next):
+        response = await call_next(request)
+        response.add_header("x-tag", self.name)
+        return response
+
+
+def test_route_middleware_on_app_and_controller_routes_only():
+    from aquilia_app import Controller, controllers
+
+    app = App(debug=True)
+
+    @app.get("/tagged", middleware=[_Tag("app")])
+    async def tagged():
+        return {"ok": 1}
+
+    @app.get("/plain")
+    async def plain():
+        return {"ok": 2}
+
+    @app.controller
+    class Items(Controller):
+        prefix = "/items"
+
+        @controllers.get("/{item_id:int}", middleware=[_Tag("outer"), _Tag("inner")])
+        async def one(self, item_id: int):
+            return {"id": item_id}
+
+        @controllers.delete("/{item_id:int}")
+        async def remove(self, item_id: int):
+            return {"deleted": item_id}
+
+    r = run(call(app, "GET", "/tagged"))
+    assert r.json() == {"ok": 1} and r.headers.get_list("x-tag") == ["app"]
+    assert "x-tag" not in run(call(app, "GET", "/plain")).headers
+    r = run(call(app, "GET", "/items/7"))
+    # outermost first: the inner one decorates the answer before the outer one sees it
+    assert r.json() == {"id": 7} and r.headers.get_list("x-tag") == ["inner", "outer"]
+    r = run(call(app, "DELETE", "/items/7"))
+    assert r.json() == {"deleted": 7} and "x-tag" not in r.headers
+
+
+def test_route_middleware_must_be_native_instances():
+    from aquilia_app import controllers
+
+    app = App()
+    for declare in (app.get, controllers.get, app.post, controllers.post):
+        with pytest.raises(TypeError, match="Middleware instances"):
+            declare("/x", middleware=[CORSMiddleware])  # the class, not an instance
+
+
 def test_cors_outside_timeout_and_compression():
     app = app_with((TimeoutMiddleware(0.1), 30), (CompressionMiddleware(), 20), (CORSMiddleware(allow_origins=[ORIGIN]), 10))
     r = run(call(app, "GET", "/slow", {"origin": ORIGIN}))

@@ -20,10 +20,10 @@ from .controllers import (P_BODY, bind, build_plan, controller_routes, dependenc
 from .di import REQUEST, Container, RequestScope
 from .exceptions import HTTPException, MethodNotAllowed, NotFound
 from .metrics import Metrics
-from .middleware import Middleware, MiddlewareStack
+from .middleware import MiddlewareStack, route_middleware
 from .requests import DEFAULT_MAX_BODY, Request
 from .responses import CT_JSON, CT_TEXT, PerRequestResponse, Response, json_bytes, problem
-from .routing import Router
+from .routing import MethodShortcuts, Router
 from .rsgi import RSGIRequest, response_headers, serve_asgi
 from .websockets import serve_asgi_websocket, serve_rsgi_websocket
 
@@ -84,7 +84,7 @@ def to_response(result: Any, status: int = 200) -> Response:
     return Response(json_bytes(result), status, None, CT_JSON)
 
 
-class App:
+class App(MethodShortcuts):
     def __init__(self, *, container: Container | None = None, max_body_size: int = DEFAULT_MAX_BODY,
                  max_header_bytes: int = 16384, max_headers: int = 100,
                  body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
@@ -126,9 +126,7 @@ class App:
               middleware=()):
         """Register a handler.  ``middleware``: native ``Middleware`` instances run around this route
         only (outermost first); the app's other routes do not pay for them."""
-        for mw in middleware:
-            if not isinstance(mw, Middleware):
-                raise TypeError(f"route middleware must be Middleware instances, not {mw!r}")
+        middleware = route_middleware(middleware)
 
         def deco(fn):
             r = self.router.add(pattern, methods, None, name)
@@ -136,21 +134,6 @@ class App:
             return fn
 
         return deco
-
-    def get(self, pattern: str, **kw):
-        return self.route(pattern, ("GET",), **kw)
-
-    def post(self, pattern: str, **kw):
-        return self.route(pattern, ("POST",), **kw)
-
-    def put(self, pattern: str, **kw):
-        return self.route(pattern, ("PUT",), **kw)
-
-    def patch(self, pattern: str, **kw):
-        return self.route(pattern, ("PATCH",), **kw)
-
-    def delete(self, pattern: str, **kw):
-        return self.route(pattern, ("DELETE",), **kw)
 
     def websocket(self, pattern: str, *, name: str | None = None, max_message: int | None = None):
         """Register a WebSocket handler: it takes a ``WebSocket`` parameter (plus typed path parameters,
@@ -210,12 +193,12 @@ class App:
         found = controller_routes(cls)
         if not found:
             raise TypeError(f"controller {cls.__qualname__} declares no routes")
-        for attr, pattern, methods, name, status in found:
+        for attr, pattern, methods, name, status, middleware in found:
             full = prefix.rstrip("/") + pattern if prefix else pattern
             if full == "":
                 full = "/"
             r = self.router.add(full, methods, None, name)
-            self._pending.append(_Pending(getattr(cls, attr), cls, attr, status, r))
+            self._pending.append(_Pending(getattr(cls, attr), cls, attr, status, r, middleware))
         return cls
 
     def add_middleware(self, factory, priority: int = 100, **options):

@@ -54,7 +54,9 @@ from .background import BackgroundTasks
 from .di import REQUEST, Container, dependencies_of
 from .exceptions import BadRequest, ValidationFailed, error_entry
 from .forms import FormData, UploadFile
+from .middleware import route_middleware
 from .requests import Request
+from .routing import MethodShortcuts
 
 __all__ = ["Controller", "route", "get", "post", "put", "patch", "delete", "Body", "Query", "Header", "Cookie",
            "Form", "build_plan", "bind", "describe_plan"]
@@ -68,44 +70,35 @@ class Controller:
     prefix: str = ""
 
 
-def route(pattern: str, methods=("GET",), *, name: str | None = None, status: int = 200):
+def route(pattern: str, methods=("GET",), *, name: str | None = None, status: int = 200, middleware=()):
+    """Declare a controller method as a handler; ``middleware``: native ``Middleware`` instances run around
+    this route only, as with ``App.route``."""
+    middleware = route_middleware(middleware)
+
     def deco(fn):
         lst = getattr(fn, _ROUTES_ATTR, None)
         if lst is None:
             lst = []
             setattr(fn, _ROUTES_ATTR, lst)
-        lst.append((pattern, tuple(methods), name, status))
+        lst.append((pattern, tuple(methods), name, status, middleware))
         return fn
 
     return deco
 
 
-def get(pattern: str, **kw):
-    return route(pattern, ("GET",), **kw)
+class _Declarations(MethodShortcuts):
+    route = staticmethod(route)
 
 
-def post(pattern: str, **kw):
-    return route(pattern, ("POST",), **kw)
-
-
-def put(pattern: str, **kw):
-    return route(pattern, ("PUT",), **kw)
-
-
-def patch(pattern: str, **kw):
-    return route(pattern, ("PATCH",), **kw)
-
-
-def delete(pattern: str, **kw):
-    return route(pattern, ("DELETE",), **kw)
+get, post, put, patch, delete = (getattr(_Declarations(), m) for m in ("get", "post", "put", "patch", "delete"))
 
 
 def controller_routes(cls) -> list:
-    """[(method_name, pattern, methods, name, status)] declared on a controller class."""
+    """[(method_name, pattern, methods, name, status, middleware)] declared on a controller class."""
     out = []
     for attr, fn in inspect.getmembers(cls, predicate=inspect.isfunction):
-        for pattern, methods, name, status in getattr(fn, _ROUTES_ATTR, ()):
-            out.append((attr, pattern, methods, name, status))
+        for pattern, methods, name, status, middleware in getattr(fn, _ROUTES_ATTR, ()):
+            out.append((attr, pattern, methods, name, status, middleware))
     return out
 
 

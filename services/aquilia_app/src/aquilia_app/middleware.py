@@ -33,7 +33,7 @@ from typing import Any, Awaitable, Callable
 
 from .types import ASGIApp
 
-__all__ = ["Middleware", "ASGIMiddleware", "MiddlewareStack", "CallNext"]
+__all__ = ["Middleware", "ASGIMiddleware", "MiddlewareStack", "CallNext", "route_middleware"]
 
 CallNext = Callable[[Any], Awaitable[Any]]
 
@@ -54,6 +54,14 @@ class ASGIMiddleware:
 
     async def __call__(self, scope, receive, send):
         await self.app(scope, receive, send)
+
+
+def route_middleware(middleware) -> tuple:
+    """A route's own middleware as a tuple, checked: each must be a ``Middleware`` instance."""
+    for mw in middleware:
+        if not isinstance(mw, Middleware):
+            raise TypeError(f"route middleware must be Middleware instances, not {mw!r}")
+    return tuple(middleware)
 
 
 def _is_native(factory) -> bool:

@@ -17,10 +17,31 @@ from urllib.parse import quote
 
 from .patterns import NO, TYPE_ORDER, Param, parse
 
-__all__ = ["Route", "Router", "RouteConflict", "URLBuildError", "Match", "NOT_FOUND"]
+__all__ = ["MethodShortcuts", "Route", "Router", "RouteConflict", "URLBuildError", "Match", "NOT_FOUND"]
 
 HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"})
 
+
+
+class MethodShortcuts:
+    """``get``/``post``/``put``/``patch``/``delete`` as ``self.route(pattern, (METHOD,), **kw)``: one
+    definition of the shortcuts for ``App`` and for controllers' module-level decorators, each of which
+    defines ``route``."""
+
+    def get(self, pattern: str, **kw):
+        return self.route(pattern, ("GET",), **kw)
+
+    def post(self, pattern: str, **kw):
+        return self.route(pattern, ("POST",), **kw)
+
+    def put(self, pattern: str, **kw):
+        return self.route(pattern, ("PUT",), **kw)
+
+    def patch(self, pattern: str, **kw):
+        return self.route(pattern, ("PATCH",), **kw)
+
+    def delete(self, pattern: str, **kw):
+        return self.route(pattern, ("DELETE",), **kw)
 
 class RouteConflict(ValueError):
     """Two routes are ambiguous (or a route name is reused)."""
