@@ -1,6 +1,6 @@
 """What ``Session`` and ``AsyncClient`` share: their settings, ``prepare_request`` (a ``Request`` plus
-the client's headers, params, auth, cookies and hooks), native send options, and the request a
-redirect leads to."""
+the client's headers, params, auth, cookies and hooks), native send options, and (from ``RedirectRules``)
+the request a redirect leads to."""
 
 from __future__ import annotations
 
@@ -8,28 +8,19 @@ import os
 from collections.abc import Mapping
 from http.cookiejar import CookieJar
 from typing import Any
-from urllib.parse import urlencode, urljoin, urlsplit, urlunsplit
+from urllib.parse import urlencode
 
 from ._body import _pairs
-from ._request import PreparedRequest, Request, _requote, merge_hooks, merge_setting
+from ._redirects import RedirectRules
+from ._request import PreparedRequest, Request, merge_hooks, merge_setting
 from .adapters import cert_paths, proxy_list, split_timeout
-from .cookies import RequestsCookieJar, cookiejar_from_dict, extract_cookies_to_jar, get_cookie_header, merge_cookies
+from .cookies import RequestsCookieJar, cookiejar_from_dict, merge_cookies
 from .metrics import Recorder, client_metrics
-from .models import Response
-from .structures import CaseInsensitiveDict
 from .utils import default_headers, default_user_agent, env_ca_bundle, get_netrc_auth
 
 __all__ = ["DEFAULT_REDIRECT_LIMIT", "ClientBase", "default_headers", "default_user_agent", "split_timeout"]
 
 DEFAULT_REDIRECT_LIMIT = 30
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-def _origin(url: str) -> tuple[str, str | None, int | None]:
-    """(scheme, host, port) with the scheme's default port filled in; ValueError for a bad port."""
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    return scheme, parts.hostname, parts.port or _DEFAULT_PORTS.get(scheme)
 
 
 def _merge_params(request_params: Any, session_params: Any) -> Any:
@@ -45,20 +36,8 @@ def _merge_params(request_params: Any, session_params: Any) -> Any:
                     else urlencode(_pairs(p)) for p in (session_params, request_params))
 
 
-def _jar_copy(jar: CookieJar) -> CookieJar:
-    """A copy of ``jar`` of the same class (a plain ``http.cookiejar.CookieJar`` has no ``copy``)."""
-    if hasattr(jar, "copy"):
-        return jar.copy()
-    new = jar.__class__()
-    for cookie in jar:
-        new.set_cookie(cookie)
-    return new
-
-
-class ClientBase:
+class ClientBase(RedirectRules):
     """Settings and request preparation common to ``Session`` and ``AsyncClient``."""
-
-    _keep_cookies = True  # whether the cookies responses set go to ``self.cookies``
 
     def __init__(self, *, headers: Mapping[str, str] | None = None, cookies: Any = None, auth: Any = None,
                  params: Any = None, timeout: Any = None, total_timeout: float | None = None,
@@ -169,95 +148,3 @@ class ClientBase:
         if self.proxies or proxies:
             plist = proxy_list({**self.proxies, **(proxies or {})})
         return connect, read, total, v, plist, c
-
-    # --- redirects ---
-    def _request_jar(self, cookies: Any) -> CookieJar:
-        """The client's jar, or a copy with ``cookies`` added (both are sent, as in requests; the request's
-        own win). A plain ``http.cookiejar.CookieJar`` keeps its class, as requests keeps it."""
-        if not cookies:
-            return self.cookies
-        if isinstance(cookies, CookieJar) and not isinstance(cookies, RequestsCookieJar):
-            jar = _jar_copy(cookies)
-            merge_cookies(jar, self.cookies)
-            return merge_cookies(jar, cookies)
-        own = cookies if isinstance(cookies, CookieJar) else cookiejar_from_dict(cookies)
-        return merge_cookies(self.cookies.copy(), own)
-
-    def redirect_cookies(self, cookies: Any) -> CookieJar:
-        """The jar a redirect chain carries to ``redirect_request``: the request's own cookies (in a copy of
-        its jar's class), plus, for a client that keeps no cookies, those each hop sets (they still reach
-        the next hops, as in requests)."""
-        if isinstance(cookies, CookieJar):
-            return _jar_copy(cookies)
-        jar = RequestsCookieJar()
-        merge_cookies(jar, cookies)
-        return jar
-
-    def should_strip_auth(self, old_url: str, new_url: str) -> bool:
-        """Whether a redirect from ``old_url`` to ``new_url`` must drop Authorization, as requests decides:
-        kept for the same scheme, host and port (a default port counts as no port) and for http:80 ->
-        https:443 of the same host; dropped for any other change of host, scheme or port."""
-        try:
-            old, new = _origin(old_url), _origin(new_url)
-        except ValueError:  # a port that is not one: nothing to compare, so do not forward credentials
-            return True
-        if old[1] != new[1]:
-            return True
-        return old != new and (old[0], old[2], new[0], new[2]) != ("http", 80, "https", 443)
-
-    def get_redirect_target(self, resp: Response) -> str | None:
-        """The Location of a redirect response, or None if ``resp`` is not a redirect. A Location sent as
-        raw UTF-8 (read as Latin-1 off the wire) is decoded as UTF-8, as requests does."""
-        if not resp.is_redirect:
-            return None
-        location = resp.headers["location"]
-        if not location.isascii():
-            try:
-                location = location.encode("latin-1").decode("utf-8")
-            except UnicodeError:
-                pass
-        return location
-
-    def rebuild_method(self, prep: PreparedRequest, resp: Response) -> None:
-        """303 (and 302, except for HEAD) turn the method into GET, and 301 turns POST into GET, as browsers do."""
-        code, method = resp.status_code, prep.method
-        if (code in (302, 303) and method != "HEAD") or (code == 301 and method == "POST"):
-            prep.method = "GET"
-
-    def redirect_request(self, resp: Response, prep: PreparedRequest, cookies: Any,
-                         location: str | None = None) -> PreparedRequest:
-        """The request to send for a redirect response (method, body and headers rewritten as requests does).
-        ``cookies`` is the chain's jar from ``redirect_cookies``; ``location`` the target, by default from
-        ``get_redirect_target``."""
-        if location is None:
-            location = self.get_redirect_target(resp) or ""
-        if location.startswith("//"):
-            location = urlsplit(resp.url).scheme + ":" + location
-        new_url = urljoin(resp.url, location)
-        if not new_url.isascii() or " " in new_url:
-            new_url = _requote(new_url)
-        old_parts, new_parts = urlsplit(prep.url), urlsplit(new_url)
-        if new_parts.fragment == "" and old_parts.fragment:
-            new_url = urlunsplit(new_parts._replace(fragment=old_parts.fragment))
-        new = PreparedRequest()
-        new.method, new.url, new.body, new.hooks = prep.method, new_url, prep.body, prep.hooks
-        headers = new.headers = prep.headers.copy() if prep.headers is not None else CaseInsensitiveDict()
-        self.rebuild_method(new, resp)
-        if resp.status_code not in (307, 308):
-            for h in ("Content-Length", "Content-Type", "Transfer-Encoding"):
-                headers.pop(h, None)
-            new.body = None
-        headers.pop("Cookie", None)
-        if "Authorization" in headers and self.should_strip_auth(prep.url, new_url):
-            del headers["Authorization"]
-            netrc_auth = get_netrc_auth(new_url) if self.trust_env else None
-            if netrc_auth is not None:
-                new.prepare_auth(netrc_auth)
-        if isinstance(cookies, CookieJar) and not self._keep_cookies:
-            extract_cookies_to_jar(cookies, prep, resp)
-        new._own_cookies = cookies
-        new._cookies = self._request_jar(cookies)
-        cookie_header = get_cookie_header(new._cookies, new)
-        if cookie_header:
-            headers["Cookie"] = cookie_header
-        return new

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy as _copy
 import functools
 import ipaddress
+import threading
 import time
 from collections.abc import Iterator, Mapping, MutableMapping
 from http.cookiejar import Cookie, CookieJar, DefaultCookiePolicy, eff_request_host, http2time
@@ -219,6 +220,15 @@ class RequestsCookieJar(CookieJar, MutableMapping[str, str]):  # type: ignore[mi
 
     def __init__(self, policy: Any = None) -> None:
         super().__init__(policy if policy is not None else PublicSuffixCookiePolicy())
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.pop("_cookies_lock", None)  # a lock does not pickle: the copy gets its own
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._cookies_lock = threading.RLock()
 
     def _all(self) -> list[Cookie]:
         with self._cookies_lock:

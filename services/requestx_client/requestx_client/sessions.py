@@ -5,25 +5,23 @@ as in requests; ``send()`` follows redirects and runs the response hooks on ever
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlsplit
 
 from . import exceptions as exc
 from ._prepare import DEFAULT_REDIRECT_LIMIT, ClientBase
 from ._proxies import environ_proxies, resolve_proxies
+from ._redirects import RedirectRules, SessionRedirectMixin
 from ._request import PreparedRequest, Request, merge_setting
 from .adapters import BaseAdapter, HTTPAdapter, current_recorder, split_timeout
-from .auth import _basic_auth_str
 from .cookies import extract_cookies_to_jar
 from .hooks import dispatch_hook
 from .models import REDIRECT_STATI, Response
-from .utils import env_ca_bundle, get_auth_from_url, get_netrc_auth  # noqa: F401  (requests.sessions has it)
+from .utils import env_ca_bundle, get_netrc_auth  # noqa: F401  (requests.sessions has get_netrc_auth)
 
-__all__ = ["Session", "session"]
+__all__ = ["Session", "SessionRedirectMixin", "session"]
 
 
-class Session(ClientBase):
+class Session(ClientBase, SessionRedirectMixin):
     """A requests-compatible session. Safe to share between threads (the native pool is locked
     internally and the interpreter lock is released while waiting on the network)."""
 
@@ -49,7 +47,7 @@ class Session(ClientBase):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._custom_target = cls.get_redirect_target is not ClientBase.get_redirect_target
+        cls._custom_target = cls.get_redirect_target is not RedirectRules.get_redirect_target
 
     def _netrc_auth(self, url: str) -> tuple[str, str] | None:
         # through this module's name, which callers (and requests' tests) replace to supply credentials
@@ -130,19 +128,6 @@ class Session(ClientBase):
         return {"proxies": proxies, "stream": self.stream if stream is None else stream, "verify": verify,
                 "cert": self.cert if cert is None else cert}
 
-    def rebuild_proxies(self, prepared_request: PreparedRequest, proxies: Any) -> dict[str, str]:
-        """The proxies for ``prepared_request`` (``proxies`` plus the environment's, with ``trust_env``), and
-        its Proxy-Authorization header set again from the chosen proxy's credentials. Only a plain-http
-        request gets one: an https request goes through a tunnel, where the header would reach the origin."""
-        new = resolve_proxies(prepared_request.url, proxies, self.trust_env)
-        headers = prepared_request.headers
-        headers.pop("Proxy-Authorization", None)
-        scheme = urlsplit(prepared_request.url).scheme.lower()
-        user, password = get_auth_from_url(new[scheme]) if scheme in new else ("", "")
-        if not scheme.startswith("https") and user and password:
-            headers["Proxy-Authorization"] = _basic_auth_str(user, password)
-        return new
-
     def send(self, request: PreparedRequest, *, stream: bool | None = None, timeout: Any = None,
              verify: Any = None, cert: Any = None, proxies: Any = None, allow_redirects: bool = True,
              **kwargs: Any) -> Response:
@@ -192,32 +177,6 @@ class Session(ClientBase):
                 extract_cookies_to_jar(self.cookies, resp.request or request, resp)
         return resp
 
-    def resolve_redirects(self, resp: Response, req: PreparedRequest, stream: bool = False, timeout: Any = None,
-                          verify: Any = True, cert: Any = None, proxies: Any = None, yield_requests: bool = False,
-                          **adapter_kwargs: Any) -> Iterator[Any]:
-        """Follow the redirects from ``resp`` (the answer to ``req``): yield each next response (or, with
-        ``yield_requests``, only the next request, unsent). Each response's ``history`` holds the ones
-        before it; ``TooManyRedirects`` past ``max_redirects``."""
-        kw = {"stream": stream, "timeout": timeout, "verify": verify, "cert": cert, "proxies": proxies}
-        chain = self.redirect_cookies(req._own_cookies)
-        history: list[Response] = []
-        location = self.get_redirect_target(resp)
-        while location:
-            history.append(resp)
-            if len(history) > self.max_redirects:
-                raise exc.TooManyRedirects(f"Exceeded {self.max_redirects} redirects.", response=resp)
-            _drain(resp)
-            req = self.redirect_request(resp, req, chain, location)
-            if yield_requests:
-                yield req
-                return
-            if proxies is not None:
-                kw["proxies"] = self.rebuild_proxies(req, proxies)
-            resp = self._send_hop(req, kw)
-            resp.history = history + resp.history
-            location = self.get_redirect_target(resp)
-            yield resp
-
     def get(self, url: Any, params: Any = None, **kwargs: Any) -> Response:
         # allow_redirects defaults to True in request(), as requests' get() sets it
         if kwargs:
@@ -249,17 +208,6 @@ def _with_total(timeout: Any, total: float) -> Any:
     if isinstance(timeout, tuple) and len(timeout) == 3:
         return timeout
     return split_timeout(timeout, total)
-
-
-def _drain(resp: Response) -> None:
-    """Read a redirect response's body so its connection goes back to the pool (a broken body closes it)."""
-    try:
-        if resp._native is not None:
-            resp._native.body_len()
-        else:
-            resp.content  # noqa: B018  (a Response built by hand reads its raw)
-    except (exc.RequestException, RuntimeError):  # also a body already taken by iter_content()
-        resp.close()
 
 
 def session(**kwargs: Any) -> Session:
