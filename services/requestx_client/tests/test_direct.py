@@ -4,7 +4,6 @@ server closes an idle connection, and content decoding. Real sockets and servers
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 import zlib
@@ -14,75 +13,9 @@ import pytest
 import requestx_client as requests
 from requestx_client import _native
 from requestx_client import exceptions as exc
+from servers import RawServer, ok
 
 pytestmark = pytest.mark.skipif(_native.sync_io_mode() != "direct", reason="REQUESTX_CLIENT_SYNC_IO is not direct")
-
-
-class RawServer:
-    """A one-connection-at-a-time HTTP/1.1 server on a raw socket. `answer(conn_no, req_no, head)`
-    returns the bytes to send for the req_no-th request (0-based) of the conn_no-th connection, a
-    1-tuple (bytes,) to send them and then close the connection, or None to close it without answering."""
-
-    def __init__(self, answer):
-        self.answer = answer
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.connections = 0
-        self.requests: list[bytes] = []
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *a):
-        self.sock.close()
-
-    def _serve(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            n = self.connections
-            self.connections += 1
-            threading.Thread(target=self._handle, args=(conn, n), daemon=True).start()
-
-    def _handle(self, conn, n):
-        buf = b""
-        req_no = 0
-        with conn:
-            while True:
-                while b"\r\n\r\n" not in buf:
-                    data = conn.recv(65536)
-                    if not data:
-                        return
-                    buf += data
-                head, _, buf = buf.partition(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n")[1:]:
-                    k, _, v = line.partition(b":")
-                    if k.strip().lower() == b"content-length":
-                        length = int(v)
-                while len(buf) < length:
-                    buf += conn.recv(65536)
-                buf = buf[length:]
-                self.requests.append(head)
-                out = self.answer(n, req_no, head)
-                req_no += 1
-                if out is None:
-                    return
-                if isinstance(out, tuple):
-                    conn.sendall(out[0])
-                    conn.shutdown(socket.SHUT_RDWR)
-                    return
-                conn.sendall(out)
-
-
-def ok(body=b"hello", extra=b""):
-    return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n%s\r\n%s" % (len(body), extra, body)
 
 
 def test_keep_alive_reuses_one_connection():

@@ -13,7 +13,7 @@ import pytest
 
 import requestx_client as requests
 from requestx_client import exceptions as exc
-from test_direct import RawServer, ok
+from servers import RawServer, ok
 
 pytestmark = pytest.mark.skipif(requests._native.sync_io_mode() != "direct",
                                 reason="REQUESTX_CLIENT_SYNC_IO is not direct")

@@ -366,3 +366,121 @@ def test_clone_shares_adapter_pools(server):
     assert c.get(server.url + "/echo").ok and s._native.pool_count() == 1
     c.close()  # the clone's close leaves the original's pools alone
     assert s._native.pool_count() == 1
+
+
+# --- Response() without the core, r.raw, pickling ---
+
+def test_an_empty_response_reads_its_raw():
+    import io
+
+    r = requests.Response()
+    assert (r.status_code, r.url, r.reason, r.raw, r.encoding, r.history) == (None, None, None, None, None, [])
+    assert r.headers == {} and len(r.cookies) == 0 and r.elapsed.total_seconds() == 0
+    assert r.content is None  # no raw, no body
+    r = requests.Response()
+    r.raw = io.BytesIO(b'{"a": [1, 2]}\nsecond line')
+    r.status_code = 200
+    assert list(r.iter_lines()) == [b'{"a": [1, 2]}', b"second line"]
+    r = requests.Response()
+    r.raw = io.BytesIO(b"abcdef")
+    assert list(r.iter_content(4)) == [b"abcd", b"ef"]
+    with pytest.raises(RuntimeError):
+        r.content  # noqa: B018  (streamed out already, as in requests)
+
+
+@pytest.mark.parametrize("reason, shown", [(b"Caf\xc3\xa9 ferm\xc3\xa9", "Café fermé"), (b"Caf\xe9", "Café")])
+def test_raise_for_status_decodes_a_bytes_reason(reason, shown):
+    r = requests.Response()
+    r.status_code, r.reason, r.url = 503, reason, "http://x/"
+    with pytest.raises(exc.HTTPError, match=f"503 Server Error: {shown} for url: http://x/"):
+        r.raise_for_status()
+
+
+def test_raw_of_a_streamed_response(server):
+    with requests.get(server.url + "/big?size=100000", stream=True) as r:
+        first = r.raw.read(10)
+        rest = b"".join(r.raw.stream(4096))
+        assert len(first) == 10 and len(first + rest) == 100000 and r.raw.read(1) == b""
+
+
+def test_response_and_session_pickle(server):
+    s = requests.Session()
+    s.headers["X-Kept"] = "1"
+    s.cookies.set("c", "v")
+    r = s.get(server.url + "/echo?x=1")
+    back = pickle.loads(pickle.dumps(r))
+    assert back.status_code == 200 and back.json()["args"] == [["x", "1"]] and back.url == r.url
+    s2 = pickle.loads(pickle.dumps(s))
+    echoed = s2.get(server.url + "/echo").json()["headers"]
+    assert echoed["X-Kept"] == "1" and echoed["Cookie"] == "c=v"
+
+
+# --- redirects through send(), as requests' SessionRedirectMixin ---
+
+def test_each_redirect_hop_goes_through_send(server):
+    from urllib.parse import urlsplit
+
+    class Recording(requests.Session):
+        def __init__(self):
+            super().__init__()
+            self.sent = []
+
+        def send(self, request, **kwargs):
+            self.sent.append((urlsplit(request.url).path, kwargs.get("allow_redirects", True)))
+            return super().send(request, **kwargs)
+
+    s = Recording()
+    r = s.get(server.url + "/redirect/2")
+    assert r.json()["path"] == "/echo" and len(r.history) == 2
+    assert s.sent == [("/redirect/2", True), ("/redirect/1", False), ("/echo", False)]
+
+
+def test_rebuild_auth_can_be_overridden(server):
+    other = server.url.replace("127.0.0.1", "localhost")  # another host: Authorization is dropped
+    url = server.url + "/redirect-to?url=" + other + "/echo"
+    assert "Authorization" not in requests.get(url, auth=("u", "p")).json()["headers"]
+
+    class KeepAuth(requests.Session):
+        def rebuild_auth(self, prepared_request, response):
+            pass  # trust every host this session is sent to
+
+    assert KeepAuth().get(url, auth=("u", "p")).json()["headers"]["Authorization"].startswith("Basic ")
+
+
+def test_resolve_redirects_by_hand(server):
+    s = requests.Session()
+    r = s.get(server.url + "/redirect/3", allow_redirects=False)
+    assert r.is_redirect and r.next.url.endswith("/redirect/2")
+    hops = list(s.resolve_redirects(r, r.request))
+    assert [h.status_code for h in hops] == [302, 302, 200] and hops[-1].history[0] is r
+
+
+# --- urllib3 Retry and Timeout objects ---
+
+def test_urllib3_retry_on_status():
+    from servers import RawServer
+    from urllib3.util import Retry
+
+    answer = b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\n\r\nfail"
+    with RawServer(lambda c, r, h: answer) as srv:
+        s = requests.Session()
+        s.mount("http://", HTTPAdapter(max_retries=Retry(total=2, status_forcelist=[500])))
+        with pytest.raises(exc.RetryError):
+            s.get(srv.url + "/")
+        assert len(srv.requests) == 3  # the request and two retries
+        s.mount("http://", HTTPAdapter(max_retries=Retry(total=1, status_forcelist=[500], raise_on_status=False)))
+        assert s.get(srv.url + "/").status_code == 500 and len(srv.requests) == 5
+        # POST is not in urllib3's default allowed methods: not sent again
+        s.mount("http://", HTTPAdapter(max_retries=Retry(total=3, status_forcelist=[500])))
+        assert s.post(srv.url + "/", data=b"x").status_code == 500 and len(srv.requests) == 6
+
+
+def test_urllib3_timeout_objects(server):
+    from urllib3.util import Timeout
+
+    assert requests.get(server.url + "/echo", timeout=Timeout(connect=None, read=None)).ok
+    with pytest.raises(exc.ReadTimeout) as e:
+        requests.get(server.url + "/slow-headers?delay=2", timeout=Timeout(connect=1, read=0.1))
+    assert "Read timed out" in str(e.value.args[0])
+    with pytest.raises(ValueError, match="must be an int, float or None"):
+        requests.get(server.url + "/echo", timeout="soon")
