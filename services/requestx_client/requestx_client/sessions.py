@@ -115,9 +115,11 @@ class Session(ClientBase, SessionRedirectMixin):
         bundle of REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE for ``verify=True``. Read at every call, as requests
         does: the environment may have changed."""
         if self.trust_env:
-            proxies = dict(proxies) if proxies else {}
-            for k, v in environ_proxies(url, proxies.get("no_proxy")).items():
-                proxies.setdefault(k, v)
+            env = environ_proxies(url, proxies.get("no_proxy") if proxies else None)
+            if env:
+                proxies = dict(proxies) if proxies else {}
+                for k, v in env.items():
+                    proxies.setdefault(k, v)
         if proxies is not None and self.proxies:
             proxies = merge_setting(proxies, self.proxies)
         elif not proxies:
