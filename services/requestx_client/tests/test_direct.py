@@ -4,6 +4,7 @@ server closes an idle connection, and content decoding. Real sockets and servers
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 import zlib
@@ -36,6 +37,40 @@ def test_request_head_on_the_wire():
         assert fields["Host"] == srv.url.removeprefix("http://")
         assert fields["X-One"] == "1" and fields["Content-Length"] == "3"
         assert fields["Accept-Encoding"] == "gzip, deflate, br, zstd"
+
+
+def _chunked_upload(send):
+    """What a raw server receives when ``send(url)`` posts a chunked body: (head, body bytes as sent)."""
+    got = {}
+
+    def serve(listener):
+        conn, _ = listener.accept()
+        with conn:
+            data = b""
+            while not data.endswith(b"0\r\n\r\n"):
+                piece = conn.recv(65536)
+                if not piece:
+                    break
+                data += piece
+            got["head"], _, got["body"] = data.partition(b"\r\n\r\n")
+            conn.sendall(ok(b"done"))
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        t = threading.Thread(target=serve, args=(listener,), daemon=True)
+        t.start()
+        r = send("http://127.0.0.1:%d/up" % listener.getsockname()[1])
+        t.join(5)
+    assert r.content == b"done"
+    return got["head"].decode(), got["body"]
+
+
+def test_a_transfer_encoding_header_sends_the_body_chunked():
+    head, body = _chunked_upload(lambda url: requests.post(url, data=b"hello", headers={"Transfer-Encoding": "chunked"}))
+    fields = [line.lower() for line in head.split("\r\n")[1:]]
+    assert "transfer-encoding: chunked" in fields and not any(f.startswith("content-length") for f in fields)
+    assert body == b"5\r\nhello\r\n0\r\n\r\n"
+    _, empty = _chunked_upload(lambda url: requests.post(url, data=b"", headers={"Transfer-Encoding": "chunked"}))
+    assert empty == b"0\r\n\r\n"
 
 
 def test_connection_close_is_not_reused():
