@@ -18,7 +18,7 @@ from .auth import _basic_auth_str
 from .cookies import RequestsCookieJar, cookiejar_from_dict, extract_cookies_to_jar, get_cookie_header, merge_cookies
 from .models import Response
 from .structures import CaseInsensitiveDict
-from .utils import get_auth_from_url, get_netrc_auth
+from .utils import get_auth_from_url, get_netrc_auth, rewind_body
 
 __all__ = ["RedirectRules", "SessionRedirectMixin"]
 
@@ -146,12 +146,15 @@ class RedirectRules:
             new_url = urlunsplit(new_parts._replace(fragment=old_parts.fragment))
         new = PreparedRequest()
         new.method, new.url, new.body, new.hooks = prep.method, new_url, prep.body, prep.hooks
+        new._body_position = prep._body_position
         headers = new.headers = prep.headers.copy() if prep.headers is not None else CaseInsensitiveDict()
         self.rebuild_method(new, resp)
         if resp.status_code not in (307, 308):
             for h in ("Content-Length", "Content-Type", "Transfer-Encoding"):
                 headers.pop(h, None)
             new.body = None
+        elif new._body_position is not None and ("Content-Length" in headers or "Transfer-Encoding" in headers):
+            rewind_body(new)  # a stream body was read when sent: read it again from where it started
         headers.pop("Cookie", None)
         if resp.request is None:
             resp.request = prep

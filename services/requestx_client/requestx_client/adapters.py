@@ -13,7 +13,9 @@ from urllib.parse import urlsplit
 
 from . import _native
 from . import exceptions as exc
+from ._body import body_to_send
 from ._proxies import checked_proxy_url, select_proxy
+from ._request import url_to_send
 from .auth import _basic_auth_str
 from .metrics import Recorder, sent
 from .models import PreparedRequest, Response
@@ -70,17 +72,6 @@ def _seconds(value: Any, strict: bool = True) -> float | None:
 def proxy_list(proxies: Any) -> list[tuple[str, str]] | None:
     """The native core's form of a proxies dict: sorted (scheme, url) pairs for http/https/all."""
     return sorted((k, u) for k, u in proxies.items() if k in _PROXY_KEYS and u) or None
-
-
-def _body_bytes(body: Any) -> bytes:
-    if isinstance(body, str):
-        return body.encode("utf-8")
-    if isinstance(body, (bytearray, memoryview)):
-        return bytes(body)
-    if hasattr(body, "read"):
-        data = body.read()
-        return data.encode("utf-8") if isinstance(data, str) else bytes(data)
-    return b"".join(c.encode("utf-8") if isinstance(c, str) else bytes(c) for c in body)
 
 
 def _retry_count(max_retries: Any) -> int:
@@ -183,8 +174,8 @@ class HTTPAdapter(BaseAdapter):
         headers = list(h._store.values()) if h.__class__ is CaseInsensitiveDict else list((h or {}).items())
         body = request.body
         if body is not None and body.__class__ is not bytes:
-            body = _body_bytes(body)
-        method, url = request.method, request.url
+            body = body_to_send(body)
+        method, url = request.method, url_to_send(request.url)  # its credentials went into Authorization
         retry = self.max_retries
         retries = _retry_count(retry) if retry else 0
         rec = current_recorder.get()

@@ -12,8 +12,9 @@ from typing import Any
 
 from . import _native
 from . import exceptions as exc
+from ._body import body_to_send
 from ._prepare import DEFAULT_REDIRECT_LIMIT, ClientBase
-from ._request import PreparedRequest, Request
+from ._request import PreparedRequest, Request, url_to_send
 from .cookies import extract_cookies_to_jar
 from .hooks import dispatch_hook
 from .metrics import sent
@@ -131,8 +132,11 @@ class AsyncClient(ClientBase):
         fut = loop.create_future()
         rec = self._recorder
         t0 = perf_counter()
-        pending = self._native.start(bridge.completions, rid, prep.method, prep.url,
-                                     list(prep.headers._store.values()), prep.body,
+        body = prep.body
+        if body is not None and body.__class__ is not bytes:
+            body = body_to_send(body)  # a str (form data), or a stream read here
+        pending = self._native.start(bridge.completions, rid, prep.method, url_to_send(prep.url),
+                                     list(prep.headers._store.values()), body,
                                      connect, read, total, verify, plist, rec is not None, cert)
         bridge.futures[rid] = fut
         try:

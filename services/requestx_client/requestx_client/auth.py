@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 import base64
+import warnings
 from typing import Any
 
 
-def _basic_value(username: str | bytes, password: str | bytes) -> str:
-    u = username.encode("latin-1") if isinstance(username, str) else username
-    p = password.encode("latin-1") if isinstance(password, str) else password
-    return "Basic " + base64.b64encode(u + b":" + p).decode("ascii")
+def _credential(value: Any) -> bytes:
+    """A user name or password as bytes (a str in latin-1). Anything else is taken as its str, with the
+    DeprecationWarning requests 2.x gives."""
+    if isinstance(value, str):
+        return value.encode("latin-1")
+    if isinstance(value, bytes):
+        return value
+    warnings.warn("Non-string usernames will no longer be supported in Requests 3.0.0. Please convert the "
+                  f"object you've passed in ({value!r}) to a string or bytes object in the near future to "
+                  "avoid problems.", DeprecationWarning, stacklevel=3)
+    return str(value).encode("latin-1")
+
+
+def _basic_value(username: Any, password: Any) -> str:
+    return "Basic " + base64.b64encode(_credential(username) + b":" + _credential(password)).decode("ascii")
 
 
 class AuthBase:

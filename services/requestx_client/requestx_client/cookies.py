@@ -162,7 +162,8 @@ def create_cookie(name: str, value: Any, **kwargs: Any) -> Cookie:
 
 
 def morsel_to_cookie(morsel: Morsel) -> Cookie:
-    """A ``Cookie`` from an ``http.cookies.Morsel`` (Max-Age wins over Expires)."""
+    """A ``Cookie`` from an ``http.cookies.Morsel`` (Max-Age wins over Expires). An Expires that is not
+    a date string is a TypeError, one that is not a date a ValueError, as in requests."""
     expires = None
     if morsel["max-age"]:
         try:
@@ -170,7 +171,12 @@ def morsel_to_cookie(morsel: Morsel) -> Cookie:
         except ValueError:
             raise TypeError(f"max-age: {morsel['max-age']!r} must be an integer") from None
     elif morsel["expires"]:
-        expires = http2time(morsel["expires"])
+        value = morsel["expires"]
+        if not isinstance(value, str):
+            raise TypeError(f"expires: {value!r} must be a date string")
+        expires = http2time(value)
+        if expires is None:
+            raise ValueError(f"expires: {value!r} is not a date")
     return create_cookie(morsel.key, morsel.value, domain=morsel["domain"], path=morsel["path"] or "/",
                          secure=bool(morsel["secure"]), expires=expires, discard=False,
                          comment=morsel["comment"] or None, rest={"HttpOnly": morsel["httponly"]},
@@ -355,7 +361,11 @@ class RequestsCookieJar(CookieJar, MutableMapping[str, str]):  # type: ignore[mi
         return False
 
     def set_cookie(self, cookie: Cookie) -> None:
-        """Store ``cookie``; an expired one deletes the cookie it names instead."""
+        """Store ``cookie``; an expired one deletes the cookie it names instead. A quoted value loses its
+        escaped quotes (``"\\"a\\""`` is kept as ``"a"``), as requests keeps it."""
+        value = cookie.value
+        if isinstance(value, str) and value.startswith('"') and value.endswith('"') and '\\"' in value:
+            cookie.value = value.replace('\\"', "")
         if cookie.is_expired():
             with self._cookies_lock:
                 try:

@@ -71,6 +71,7 @@ class HTTPDigestAuth(AuthBase):
             st.last_nonce = ""
             st.nonce_count = 0
             st.chal = {}
+            st.pos = None
             st.num_401_calls = None
         return st
 
@@ -112,7 +113,7 @@ class HTTPDigestAuth(AuthBase):
         if "opaque" in chal:
             fields.append(f'opaque="{_quote(chal["opaque"])}"')
         if qops:
-            fields += ["qop=auth", f"nc={nc}", f'cnonce="{cnonce}"']
+            fields += ['qop="auth"', f"nc={nc}", f'cnonce="{cnonce}"']  # quoted, as requests sends it
         return "Digest " + ", ".join(fields)
 
     def _new_cnonce(self, nonce: str, nc: str) -> str:
@@ -138,6 +139,8 @@ class HTTPDigestAuth(AuthBase):
         st.num_401_calls = (st.num_401_calls or 1) + 1
         st.chal = chal
         _ = r.content  # read the 401's body so its connection goes back to the pool
+        if st.pos is not None:  # a file body was read by the first send: read it again from its start
+            r.request.body.seek(st.pos)
         prep = r.request.copy()
         value = self.build_digest_header(prep.method, prep.url)
         if value is None:
@@ -158,6 +161,10 @@ class HTTPDigestAuth(AuthBase):
             value = self.build_digest_header(r.method, r.url)
             if value is not None:
                 r.headers["Authorization"] = value
+        try:
+            st.pos = r.body.tell()  # a file body: where to seek back to for the answer to a 401
+        except (AttributeError, OSError):
+            st.pos = None
         register: Callable[[str, Any], None] = r.register_hook
         register("response", self.handle_401)
         register("response", self.handle_redirect)

@@ -9,10 +9,14 @@ from typing import Any
 class CaseInsensitiveDict(MutableMapping[str, Any]):
     """Keys compare case-insensitively; the case of the last key set is kept for iteration."""
 
-    __slots__ = ("_store",)
+    # _checked: PreparedRequest.prepare_headers found every header valid and none of them None, and
+    # nothing was set since (a deletion cannot make it invalid). A session's headers are then checked
+    # once, not on every request.
+    __slots__ = ("_store", "_checked")
 
     def __init__(self, data: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None, **kwargs: Any) -> None:
         self._store: dict[str, tuple[str, Any]] = {}
+        self._checked = False
         if data is not None:
             self.update(data)
         if kwargs:
@@ -20,6 +24,7 @@ class CaseInsensitiveDict(MutableMapping[str, Any]):
 
     def __setitem__(self, key: str, value: Any) -> None:
         self._store[key.lower()] = (key, value)
+        self._checked = False
 
     def __getitem__(self, key: str) -> Any:
         return self._store[key.lower()][1]
@@ -53,6 +58,7 @@ class CaseInsensitiveDict(MutableMapping[str, Any]):
     def copy(self) -> "CaseInsensitiveDict":
         new = CaseInsensitiveDict.__new__(CaseInsensitiveDict)  # no __init__: one copy per request
         new._store = self._store.copy()
+        new._checked = self._checked
         return new
 
     def __repr__(self) -> str:

@@ -11,9 +11,13 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from . import __version__
+from . import exceptions as exc
+from ._body import super_len
+from ._request import requote_uri
 from .structures import CaseInsensitiveDict
 
-__all__ = ["default_headers", "default_user_agent", "get_auth_from_url", "get_netrc_auth"]
+__all__ = ["default_headers", "default_user_agent", "get_auth_from_url", "get_netrc_auth", "requote_uri",
+           "rewind_body", "super_len"]
 
 
 def default_user_agent(name: str = "python-requestx-client") -> str:
@@ -27,6 +31,19 @@ def default_headers() -> CaseInsensitiveDict:
         "Accept": "*/*",
         "Connection": "keep-alive",
     })
+
+
+def rewind_body(prepared_request: Any) -> None:
+    """Seek a stream body back to where it was when the request was prepared (``_body_position``), to
+    send it again for a redirect; ``UnrewindableBodyError`` if it cannot be."""
+    seek = getattr(prepared_request.body, "seek", None)
+    position = prepared_request._body_position
+    if seek is None or not isinstance(position, int):
+        raise exc.UnrewindableBodyError("Unable to rewind request body for redirect.")
+    try:
+        seek(position)
+    except OSError:
+        raise exc.UnrewindableBodyError("An error occurred when rewinding request body for redirect.") from None
 
 
 def get_auth_from_url(url: str) -> tuple[str, str]:

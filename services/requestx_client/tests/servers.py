@@ -56,6 +56,16 @@ class Handler(BaseHTTPRequestHandler):
 
     # --- helpers ---
     def _body(self) -> bytes:
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():  # a streamed upload
+            parts = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0], 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):  # trailers
+                        pass
+                    return b"".join(parts)
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
         n = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(n) if n else b""
 
@@ -216,7 +226,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
     def _digest(self, qop, algorithm, user, password, uses, set_cookie):
-        self._body()
+        body = self._body()
         p = _digest_params(self.headers.get("Authorization", ""))
         stale = False
         if p:
@@ -234,7 +244,7 @@ class Handler(BaseHTTPRequestHandler):
                     state["nc"], state["uses"] = nc, state["uses"] + 1
             if ok:
                 return self.send_json({"authenticated": True, "user": user, "nc": nc,
-                                       "cookie": self.headers.get("Cookie")})
+                                       "cookie": self.headers.get("Cookie"), "body": body.decode("latin-1")})
         nonce, opaque = os.urandom(12).hex(), os.urandom(6).hex()
         with _digest_lock:
             _digest_nonces[nonce] = {"nc": 0, "uses": 0, "opaque": opaque}

@@ -4,6 +4,7 @@ stale nonces, cookies of the 401, redirects."""
 
 from __future__ import annotations
 
+import io
 from urllib.parse import quote
 
 import pytest
@@ -66,6 +67,13 @@ def test_session_auth_post_body_and_cookies_of_the_401(server):
         assert r.request.body == b"payload" and s.cookies.get("probe") == "1"
 
 
+def test_a_file_body_is_sent_again_with_the_answer(server):
+    f = io.BytesIO(b"skip:payload")
+    f.read(5)  # sent from where it is, for the 401 and again for the answer
+    r = requests.post(server.url + "/digest/auth/MD5/u/p", data=f, auth=HTTPDigestAuth("u", "p"))
+    assert r.ok and r.json()["body"] == "payload" and [h.status_code for h in r.history] == [401]
+
+
 def test_redirect_to_a_digest_route(server):
     target = "/digest/auth/MD5/u/p"
     r = requests.get(server.url + "/redirect-to?url=" + quote(target), auth=HTTPDigestAuth("u", "p"))
@@ -108,6 +116,6 @@ def test_rfc_7616_example(algorithm, response):
     value = _RfcExample(algorithm).build_digest_header("GET", "http://www.example.org/dir/index.html")
     assert value.startswith('Digest username="Mufasa", realm="http-auth@example.org"')
     assert f'response="{response}"' in value and f"algorithm={algorithm}" in value
-    assert 'uri="/dir/index.html"' in value and "qop=auth, nc=00000001" in value
+    assert 'uri="/dir/index.html"' in value and 'qop="auth", nc=00000001' in value
     assert 'cnonce="f2/wE4q74E6zIJEtWaHKaf5wv/H5QzzpXusqGemxURZJ"' in value
     assert 'opaque="FQhe/qaU925kfnzjCev0ciny7QMkPqMAFRtzCUYo5tdS"' in value

@@ -4,6 +4,7 @@ every redirect hop."""
 
 from __future__ import annotations
 
+import io
 import json
 import pickle
 import warnings
@@ -131,9 +132,10 @@ def test_request_prepare():
 
 def test_prepared_request_bodies_and_lengths():
     p = Request("POST", "http://h/", data={"a": "1", "b": ["x", "y"]}).prepare()
-    assert p.body == b"a=1&b=x&b=y" and p.headers["Content-Type"] == "application/x-www-form-urlencoded"
+    # as in requests: form data is a str, a str or bytes given stays as it is (its length in UTF-8)
+    assert p.body == "a=1&b=x&b=y" and p.headers["Content-Type"] == "application/x-www-form-urlencoded"
     p = Request("POST", "http://h/", data="héllo", headers={"Content-Type": "text/plain"}).prepare()
-    assert p.body == "héllo".encode() and p.headers["Content-Type"] == "text/plain"
+    assert p.body == "héllo" and p.headers["Content-Type"] == "text/plain" and p.headers["Content-Length"] == "6"
     p = Request("POST", "http://h/", files={"f": ("a.txt", b"abc", "text/plain")}, data={"k": "v"}).prepare()
     assert p.headers["Content-Type"].startswith("multipart/form-data; boundary=")
     assert b'name="f"; filename="a.txt"' in p.body and b"abc" in p.body
@@ -176,9 +178,51 @@ def test_prepare_url_checks():
         Request("GET", None).prepare()
     # another scheme is left as it is, for an adapter mounted for it
     assert Request("GET", "ftp://h/f").prepare().url == "ftp://h/f"
-    # credentials in the URL become Basic auth and leave the URL
+    # credentials in the URL become Basic auth; the URL keeps them, as in requests (the adapter does not send them)
     p = Request("GET", "http://u:p%40ss@h:8080/x").prepare()
-    assert p.url == "http://h:8080/x" and p.headers["Authorization"] == requests.HTTPBasicAuth("u", "p@ss")._value
+    assert p.url == "http://u:p%40ss@h:8080/x"
+    assert p.headers["Authorization"] == requests.HTTPBasicAuth("u", "p@ss")._value
+    # a non-ASCII host in IDNA 2008; hosts requests refuses
+    assert Request("GET", "http://straße.de/straße").prepare().url == "http://xn--strae-oqa.de/stra%C3%9Fe"
+    for bad in ("http://*.example.org/", "http://.example.org/", "http://☃.net/", "http://h:abc/"):
+        with pytest.raises(exc.InvalidURL):
+            Request("GET", bad).prepare()
+    # escapes of unreserved characters are decoded, other escapes kept, unsafe characters encoded
+    assert Request("GET", "http://h/a%7E%2F b").prepare().url == "http://h/a~%2F%20b"
+
+
+def test_prepared_streams_and_rewind():
+    gen = (c for c in [b"a", b"b"])
+    p = Request("POST", "http://h/", data=gen).prepare()
+    assert p.body is gen and p.headers["Transfer-Encoding"] == "chunked" and "Content-Length" not in p.headers
+    f = io.BytesIO(b"the data")
+    f.read(4)
+    p = Request("POST", "http://h/", data=f).prepare()
+    assert p.body is f and p._body_position == 4 and p.headers["Content-Length"] == "4"
+    assert f.read() == b"data"
+    requests.utils.rewind_body(p)
+    assert f.read() == b"data"
+    p = Request("POST", "http://h/", data=iter([b"x"])).prepare()
+    with pytest.raises(exc.UnrewindableBodyError):
+        requests.utils.rewind_body(p)
+    with pytest.raises(exc.InvalidJSONError):
+        Request("POST", "http://h/", json={"n": float("nan")}).prepare()
+    assert Request("POST", "http://h/", json={"n": None}).prepare().body == b'{"n":null}'
+
+
+def test_prepared_header_checks():
+    for bad in ({"X": " leading"}, {" X": "v"}, {"X": "a\r\nb"}, {"X": 3}):
+        with pytest.raises(exc.InvalidHeader):
+            Request("GET", "http://h/", headers=bad).prepare()
+    p = Request("GET", "http://h/", headers={b"X-B": b"v", "X-None": None}).prepare()
+    assert list(p.headers.items()) == [("X-B", b"v")]
+    with requests.Session() as s:
+        s.headers["Accept-Encoding"] = None  # a session header set to None is not sent
+        assert "Accept-Encoding" not in s.prepare_request(Request("GET", "http://h/")).headers
+        del s.headers["Accept-Encoding"]
+        s.headers["X-Bad"] = "\tvalue"
+        with pytest.raises(exc.InvalidHeader):
+            s.prepare_request(Request("GET", "http://h/"))
 
 
 def test_send_a_prepared_request(server):
