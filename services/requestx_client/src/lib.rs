@@ -25,34 +25,27 @@ mod tls;
 // Shared runtime
 
 static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-static SYNC_RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
 
 /// How the blocking API does its I/O, from `REQUESTX_CLIENT_SYNC_IO` (fixed at the first use):
 /// `direct` (the default): plain-http requests on the calling thread over pooled blocking sockets
 /// (`src/direct.rs`), everything else on the background worker; `worker`: every request on the
-/// background runtime's worker; `caller`: every request on a current-thread runtime driven by the
-/// calling thread. See the README for the measurements behind the default.
+/// background runtime's worker (hyper through reqwest), kept to measure the direct path against.
 #[derive(Clone, Copy, PartialEq)]
 enum SyncIo {
     Direct,
     Worker,
-    Caller,
 }
 
 fn sync_io() -> SyncIo {
     static MODE: OnceLock<SyncIo> = OnceLock::new();
     *MODE.get_or_init(|| match std::env::var("REQUESTX_CLIENT_SYNC_IO").as_deref() {
-        Ok("caller") => SyncIo::Caller,
         Ok("worker") => SyncIo::Worker,
         _ => SyncIo::Direct,
     })
 }
 
-fn caller_driven() -> bool {
-    sync_io() == SyncIo::Caller
-}
-
-/// The runtime of `AsyncClient`: background worker thread(s) drive the connections.
+/// The runtime of `AsyncClient` and of the blocking API's requests off the direct path: background
+/// worker thread(s) drive the connections.
 fn runtime() -> &'static tokio::runtime::Runtime {
     RUNTIME.get_or_init(|| {
         let workers = std::env::var("REQUESTX_CLIENT_WORKERS")
@@ -63,22 +56,6 @@ fn runtime() -> &'static tokio::runtime::Runtime {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(workers)
             .thread_name("requestx-io")
-            .enable_all()
-            .build()
-            .expect("tokio runtime")
-    })
-}
-
-/// The runtime of the blocking API: a current-thread runtime driven by whichever calling thread
-/// is waiting in `block_on` (with the GIL released). The thread that waits for a response does the
-/// socket I/O itself: no hand-off to another thread per request. Several threads may wait at once;
-/// tokio passes the driver between them, and the one holding it completes everybody's I/O.
-fn sync_runtime() -> &'static tokio::runtime::Runtime {
-    if !caller_driven() {
-        return runtime();
-    }
-    SYNC_RUNTIME.get_or_init(|| {
-        tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("tokio runtime")
@@ -279,8 +256,6 @@ enum Verify {
 
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct Key {
-    /// connections of the blocking API live on the current-thread runtime, async ones elsewhere
-    blocking: bool,
     verify: Verify,
     proxies: Option<Vec<(String, String)>>,
     /// client certificate (PEM file) and key (PEM file; None: in the certificate's file)
@@ -415,7 +390,6 @@ fn bytes_from_py(b: &Bound<'_, PyBytes>) -> Bytes {
 }
 
 struct Prepared {
-    blocking: bool,
     /// measure the stages of this request (client metrics on)
     timing: bool,
     client: reqwest::Client,
@@ -581,7 +555,7 @@ async fn execute(p: Prepared) -> Result<Done, Failure> {
 }
 
 async fn execute_inner(p: Prepared, probe: Option<Arc<timing::Probe>>) -> Result<Done, Failure> {
-    let Prepared { client, request, total, stream, via_proxy, blocking, timing: _, limits, connect, read } = p;
+    let Prepared { client, request, total, stream, via_proxy, timing: _, limits, connect, read } = p;
     let work = async move {
         let sent = timeouts::with_connect_timeout(connect, client.execute(request));
         let mut resp = timeouts::within(read, sent)
@@ -601,10 +575,6 @@ async fn execute_inner(p: Prepared, probe: Option<Arc<timing::Probe>>) -> Result
             let b = collect_body(resp, &limits, read, via_proxy).await?;
             if let Some(p) = &probe {
                 p.body();
-            }
-            if blocking {
-                // let the connection task (same thread) mark the connection idle for the next request
-                tokio::task::yield_now().await;
             }
             BodyState::Full(b)
         };
@@ -741,7 +711,7 @@ impl NativeResponse {
                 }
                 BodyState::Streaming { resp, pending, read } => {
                     if pending.is_empty() {
-                        match sync_runtime().block_on(next_chunk(resp, *read, via_proxy)) {
+                        match runtime().block_on(next_chunk(resp, *read, via_proxy)) {
                             Ok(Some(c)) => *pending = c,
                             Ok(None) => {
                                 *state = BodyState::Done;
@@ -789,7 +759,7 @@ impl NativeResponse {
                     "the response body was already consumed by iter_content()/close()",
                 )),
                 BodyState::Streaming { resp, pending, read } => {
-                    let rest = sync_runtime().block_on(collect_body(resp, &direct::Limits::default(), read, via_proxy))?;
+                    let rest = runtime().block_on(collect_body(resp, &direct::Limits::default(), read, via_proxy))?;
                     let all = if pending.is_empty() {
                         rest
                     } else {
@@ -870,7 +840,7 @@ impl Client {
         let limits = direct::Limits { max_body: max_body_size, max_decoded: max_decoded_size };
         // build the shared TLS configuration and runtime now, not on the first request
         tls::verifying();
-        sync_runtime();
+        runtime();
         Ok(Client {
             inner: Arc::new(Inner {
                 clients: Mutex::new(HashMap::new()),
@@ -939,10 +909,10 @@ impl Client {
             return self.request_direct(py, method, url, headers, body, connect_timeout, read_timeout, verify, timing);
         }
         let prepared = self.prepare(
-            py, method, url, headers, body, connect_timeout, read_timeout, total_timeout, verify, proxies, stream, true,
+            py, method, url, headers, body, connect_timeout, read_timeout, total_timeout, verify, proxies, stream,
             timing, cert,
         )?;
-        match py.detach(|| sync_runtime().block_on(execute(prepared))) {
+        match py.detach(|| runtime().block_on(execute(prepared))) {
             Ok(done) => Ok(done.into_response()),
             Err(f) => Err(f.into_pyerr(py)),
         }
@@ -973,7 +943,7 @@ impl Client {
     ) -> PyResult<Pending> {
         let cert = parse_cert(cert)?;
         let prepared = self.prepare(
-            py, method, url, headers, body, connect_timeout, read_timeout, total_timeout, verify, proxies, false, false,
+            py, method, url, headers, body, connect_timeout, read_timeout, total_timeout, verify, proxies, false,
             timing, cert,
         )?;
         let queue = completions.queue.clone();
@@ -1072,7 +1042,6 @@ impl Client {
         verify: Option<&Bound<'_, PyAny>>,
         proxies: Option<Vec<(String, String)>>,
         stream: bool,
-        blocking: bool,
         timing: bool,
         cert: Option<(String, Option<String>)>,
     ) -> PyResult<Prepared> {
@@ -1083,7 +1052,7 @@ impl Client {
         let total = secs_to_ms(total_timeout, "total")?.map(Duration::from_millis);
         let connect = secs_to_ms(connect_timeout, "connect")?.map(Duration::from_millis);
         let read = secs_to_ms(read_timeout, "read")?.map(Duration::from_millis);
-        let key = Key { blocking: blocking && caller_driven(), verify, proxies, cert };
+        let key = Key { verify, proxies, cert };
         let via_proxy = key.proxies.is_some();
         let client = self.inner.client_for(&key).map_err(|f| f.into_pyerr(py))?;
 
@@ -1120,7 +1089,7 @@ impl Client {
             }
         }
         let limits = self.inner.direct.limits;
-        Ok(Prepared { client, request, total, stream, via_proxy, blocking, timing, limits, connect, read })
+        Ok(Prepared { client, request, total, stream, via_proxy, timing, limits, connect, read })
     }
 }
 
@@ -1262,14 +1231,13 @@ fn invalid_header(py: Python<'_>, msg: &str) -> PyErr {
     Failure::new(ErrKind::InvalidHeader, msg).into_pyerr(py)
 }
 
-/// "caller" if the blocking API does its I/O on the calling thread, "worker" if a background
-/// runtime worker does it (fixed at the first use, from `REQUESTX_CLIENT_SYNC_IO`).
+/// "direct" if plain-http requests of the blocking API take the direct path, "worker" if every one
+/// goes to the runtime's worker (fixed at the first use, from `REQUESTX_CLIENT_SYNC_IO`).
 #[pyfunction]
 fn sync_io_mode() -> &'static str {
     match sync_io() {
         SyncIo::Direct => "direct",
         SyncIo::Worker => "worker",
-        SyncIo::Caller => "caller",
     }
 }
 

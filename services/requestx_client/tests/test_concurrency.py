@@ -142,10 +142,11 @@ print(_native.sync_io_mode(), round(overlap, 3), len(bad))
 
 
 def test_both_sync_io_modes(server, fresh_python):
-    """REQUESTX_CLIENT_SYNC_IO selects who drives the blocking API's I/O; every mode overlaps waits of
-    several threads and keeps their responses apart. Unset, the default is the direct path (blocking
-    sockets on the calling thread for plain http, the background worker for the rest)."""
-    for setting, expected in (("worker", "worker"), ("caller", "caller"), ("direct", "direct"), (None, "direct")):
+    """REQUESTX_CLIENT_SYNC_IO selects who drives the blocking API's I/O; both modes overlap waits of
+    several threads and keep their responses apart. Unset (or unknown, like the former "caller"), the
+    default is the direct path (blocking sockets on the calling thread for plain http, the background
+    worker for the rest)."""
+    for setting, expected in (("worker", "worker"), ("direct", "direct"), ("caller", "direct"), (None, "direct")):
         env = {} if setting is None else {"REQUESTX_CLIENT_SYNC_IO": setting}
         out = fresh_python(_MODE_SCRIPT, server.url, env=env, timeout=30)
         assert out.returncode == 0, out.stderr
