@@ -1059,28 +1059,15 @@ impl Client {
         let mut request = reqwest::Request::new(method, parsed);
         if let Some(h) = headers {
             let map = request.headers_mut();
-            let h = h.cast::<PyList>().map_err(|_| PyValueError::new_err("headers must be a list of pairs"))?;
-            map.reserve(h.len());
-            for item in h.iter() {
-                let pair = item.cast::<PyTuple>().map_err(|_| PyValueError::new_err("header must be a pair"))?;
-                let k = pair.get_item(0)?;
-                let v = pair.get_item(1)?;
-                let k = k.cast::<PyString>().map_err(|_| invalid_header(py, "header names must be str"))?;
-                let kname = k.to_str()?;
-                let name = HeaderName::from_bytes(kname.as_bytes())
-                    .map_err(|_| invalid_header(py, &format!("invalid header name {kname:?}")))?;
-                let value = if let Ok(s) = v.cast::<PyString>() {
-                    let s = s.to_str()?;
-                    HeaderValue::from_str(s)
-                        .map_err(|_| invalid_header(py, &format!("invalid value for header {kname:?}: {s:?}")))?
-                } else if let Ok(b) = v.cast::<PyBytes>() {
-                    HeaderValue::from_bytes(b.as_bytes())
-                        .map_err(|_| invalid_header(py, &format!("invalid value for header {kname:?}")))?
-                } else {
-                    return Err(invalid_header(py, &format!("header {kname:?} value must be str or bytes")));
-                };
-                map.append(name, value);
-            }
+            each_header(py, h, |name, value| {
+                match (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_bytes(value)) {
+                    (Ok(n), Ok(v)) => {
+                        map.append(n, v);
+                        Ok(())
+                    }
+                    _ => Err(invalid_header(py, &format!("invalid header {name:?}"))),
+                }
+            })?;
         }
         if let Some(b) = body {
             if !b.is_none() {
@@ -1179,32 +1166,11 @@ impl Client {
         let mut wire = direct::WireRequest::new(m.as_str(), &parsed, body.as_ref().map_or(0, |b| b.len()));
         let mut seen = direct::Seen::default();
         if let Some(h) = headers {
-            let h = h.cast::<PyList>().map_err(|_| PyValueError::new_err("headers must be a list of pairs"))?;
-            for item in h.iter() {
-                let pair = item.cast::<PyTuple>().map_err(|_| PyValueError::new_err("header must be a pair"))?;
-                let k = pair.get_item(0)?;
-                let v = pair.get_item(1)?;
-                let k = k.cast::<PyString>().map_err(|_| invalid_header(py, "header names must be str"))?;
-                let kname = k.to_str()?;
-                if !direct::valid_header_name(kname.as_bytes()) {
-                    return Err(invalid_header(py, &format!("invalid header name {kname:?}")));
-                }
-                if let Ok(s) = v.cast::<PyString>() {
-                    let s = s.to_str()?;
-                    if !direct::valid_header_value(s.as_bytes()) {
-                        return Err(invalid_header(py, &format!("invalid value for header {kname:?}: {s:?}")));
-                    }
-                    wire.header(kname.as_bytes(), s.as_bytes());
-                } else if let Ok(b) = v.cast::<PyBytes>() {
-                    if !direct::valid_header_value(b.as_bytes()) {
-                        return Err(invalid_header(py, &format!("invalid value for header {kname:?}")));
-                    }
-                    wire.header(kname.as_bytes(), b.as_bytes());
-                } else {
-                    return Err(invalid_header(py, &format!("header {kname:?} value must be str or bytes")));
-                }
-                seen.note(kname.as_bytes());
-            }
+            each_header(py, h, |name, value| {
+                wire.header(name.as_bytes(), value);
+                seen.note(name.as_bytes());
+                Ok(())
+            })?;
         }
         wire.finish(&parsed, seen, body);
         let connect = connect_ms.map(Duration::from_millis);
@@ -1225,6 +1191,40 @@ impl Client {
             Err(f) => Err(f.with_timings(timings).into_pyerr(py)),
         }
     }
+}
+
+/// Each pair of the caller's header list, checked once for both paths (a str name that is an HTTP
+/// token, a str or bytes value without control characters other than tab), given to `f`.
+fn each_header(
+    py: Python<'_>,
+    headers: &Bound<'_, PyAny>,
+    mut f: impl FnMut(&str, &[u8]) -> PyResult<()>,
+) -> PyResult<()> {
+    let list = headers.cast::<PyList>().map_err(|_| PyValueError::new_err("headers must be a list of pairs"))?;
+    for item in list.iter() {
+        let pair = item.cast::<PyTuple>().map_err(|_| PyValueError::new_err("header must be a pair"))?;
+        let (k, v) = (pair.get_item(0)?, pair.get_item(1)?);
+        let k = k.cast::<PyString>().map_err(|_| invalid_header(py, "header names must be str"))?;
+        let name = k.to_str()?;
+        if !direct::valid_header_name(name.as_bytes()) {
+            return Err(invalid_header(py, &format!("invalid header name {name:?}")));
+        }
+        if let Ok(s) = v.cast::<PyString>() {
+            let s = s.to_str()?;
+            if !direct::valid_header_value(s.as_bytes()) {
+                return Err(invalid_header(py, &format!("invalid value for header {name:?}: {s:?}")));
+            }
+            f(name, s.as_bytes())?;
+        } else if let Ok(b) = v.cast::<PyBytes>() {
+            if !direct::valid_header_value(b.as_bytes()) {
+                return Err(invalid_header(py, &format!("invalid value for header {name:?}")));
+            }
+            f(name, b.as_bytes())?;
+        } else {
+            return Err(invalid_header(py, &format!("header {name:?} value must be str or bytes")));
+        }
+    }
+    Ok(())
 }
 
 fn invalid_header(py: Python<'_>, msg: &str) -> PyErr {
