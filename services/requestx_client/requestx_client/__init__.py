@@ -3,7 +3,7 @@ rustls, one shared tokio runtime). ``import requestx_client as requests`` works 
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from ._native import __version__  # noqa: E402  (the crate's version, set once in Cargo.toml)
 
 import warnings  # noqa: E402
 

@@ -1251,6 +1251,8 @@ fn spin_us() -> u64 {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     direct::spin_setting().map_err(pyo3::exceptions::PyValueError::new_err)?;
     let _ = rustls::crypto::ring::default_provider().install_default();
+    // the package's one version: Cargo.toml's (pyproject.toml takes it from there too, through maturin)
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<Client>()?;
     m.add_class::<NativeResponse>()?;
     m.add_class::<Pending>()?;
