@@ -27,19 +27,29 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 DISTS = {"requestx_client": "requestx-client", "pycurl": "pycurl", "pyreqwest": "pyreqwest"}
 
 
-def make_sync(client: str, url: str, method: str, body: bytes | None):
+def _tls_context(cacert: str):
+    import ssl
+    return ssl.create_default_context(cafile=cacert)
+
+
+def make_sync(client: str, url: str, method: str, body: bytes | None, cacert: str | None = None):
+    """One request function per client; ``cacert``: the CA that https URLs are verified against, given to
+    each client its own way (never verification turned off)."""
     if client in ("requests", "requestx_client", "niquests"):
         mod = __import__(client)
         sess = mod.Session()
+        # per request: requests lets REQUESTS_CA_BUNDLE from the environment override a session's verify
+        tls = {"verify": cacert} if cacert else {}
 
         def once():
-            r = sess.request(method, url, data=body)
+            r = sess.request(method, url, data=body, **tls)
             r.content
             return r.status_code
         return once
     if client in ("httpx", "requestx"):
         # the original requestx (1.x) follows httpx's API (Client, content=), not requests'
-        c = __import__(client).Client()
+        c = __import__(client).Client(**({"verify": _tls_context(cacert) if client == "httpx" else cacert}
+                                          if cacert else {}))
 
         def once():
             r = c.request(method, url, content=body)
@@ -48,7 +58,7 @@ def make_sync(client: str, url: str, method: str, body: bytes | None):
         return once
     if client == "urllib3":
         import urllib3
-        pool = urllib3.PoolManager(maxsize=1)
+        pool = urllib3.PoolManager(maxsize=1, **({"cert_reqs": "CERT_REQUIRED", "ca_certs": cacert} if cacert else {}))
 
         def once():
             r = pool.request(method, url, body=body)
@@ -61,6 +71,8 @@ def make_sync(client: str, url: str, method: str, body: bytes | None):
         c = pycurl.Curl()
         c.setopt(pycurl.URL, url)
         c.setopt(pycurl.CUSTOMREQUEST, method)
+        if cacert:
+            c.setopt(pycurl.CAINFO, cacert)
         if body is not None:
             c.setopt(pycurl.POSTFIELDS, body)
 
@@ -72,7 +84,11 @@ def make_sync(client: str, url: str, method: str, body: bytes | None):
         return once
     if client == "pyreqwest":
         from pyreqwest.client import SyncClientBuilder
-        c = SyncClientBuilder().build()
+        builder = SyncClientBuilder()
+        if cacert:
+            with open(cacert, "rb") as f:
+                builder = builder.add_root_certificate_pem(f.read())
+        c = builder.build()
 
         def once():
             req = c.request(method, url)
@@ -85,12 +101,13 @@ def make_sync(client: str, url: str, method: str, body: bytes | None):
     return None
 
 
-def run_async(client: str, url: str, method: str, body: bytes | None, warmup: float, duration: float, rec):
+def run_async(client: str, url: str, method: str, body: bytes | None, warmup: float, duration: float, rec,
+              cacert: str | None = None):
     import asyncio
 
     async def main():
         import aiohttp
-        conn = aiohttp.TCPConnector(limit=1)
+        conn = aiohttp.TCPConnector(limit=1, **({"ssl": _tls_context(cacert)} if cacert else {}))
         async with aiohttp.ClientSession(connector=conn) as sess:
             async def once():
                 async with sess.request(method, url, data=body) as r:
@@ -161,6 +178,7 @@ def main(argv=None) -> int:
     p.add_argument("--url", required=True)
     p.add_argument("--method", default="GET")
     p.add_argument("--body", default=None)
+    p.add_argument("--cacert", default=None, help="CA certificate (PEM) that an https URL is verified against")
     p.add_argument("--duration", type=float, default=2.0)
     p.add_argument("--warmup", type=float, default=0.5)
     a = p.parse_args(argv)
@@ -173,9 +191,9 @@ def main(argv=None) -> int:
     body = a.body.encode() if a.body is not None else None
     try:
         if a.client == "aiohttp":
-            n, errors, secs = run_async(a.client, a.url, a.method, body, a.warmup, a.duration, rec)
+            n, errors, secs = run_async(a.client, a.url, a.method, body, a.warmup, a.duration, rec, a.cacert)
         else:
-            once = make_sync(a.client, a.url, a.method, body)
+            once = make_sync(a.client, a.url, a.method, body, a.cacert)
             if once is None:
                 print(f"client_driver: unknown client {a.client!r}", file=sys.stderr)
                 return 2

@@ -14,7 +14,7 @@ import sys
 
 from . import stats
 from .procs import Proc, StartError
-from .runner import Settings, Started, round_order, start_system, version_of
+from .runner import Settings, Started, cacert_of, round_order, start_system, version_of
 from .scenarios import Scenario, Workload
 
 DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "client_driver.py")
@@ -70,12 +70,15 @@ def driver_command(client: str, environment: str = "") -> tuple[list[str], dict 
     return [sys.executable, "-S", "-s", DRIVER, "--client", client], env
 
 
-def drive(client: str, url: str, w: Workload, settings: Settings, environment: str = "") -> dict:
+def drive(client: str, url: str, w: Workload, settings: Settings, environment: str = "",
+          cacert: str | None = None) -> dict:
     base, env = driver_command(client, environment)
     cmd = base + ["--url", url, "--method", w.method,
                   "--duration", str(settings.duration), "--warmup", str(min(settings.warmup, 0.5))]
     if w.body is not None:
         cmd += ["--body", w.body]
+    if cacert:
+        cmd += ["--cacert", cacert]
     try:
         proc = Proc(f"driver-{client}", cmd, env=env, cpus=settings.sut_cpus)
     except StartError as e:
@@ -139,7 +142,10 @@ class ClientRun:
                     r.update(status="failed", error=f"server {self.sc.server.name} failed: {server.error}")
                 return self.record
             for w in self.sc.workloads_for(s.suite):
-                url = f"http://127.0.0.1:{server.port}{w.path}"
+                if w.tls:  # the server's https port, verified against the run's CA
+                    url, cacert = f"https://127.0.0.1:{server.values['tls_port']}{w.path}", cacert_of(server)
+                else:
+                    url, cacert = f"http://127.0.0.1:{server.port}{w.path}", None
                 per = {c.name: [] for c in self.clients}
                 wrec = {"name": w.name, "mode": "http", "method": w.method, "path": w.path, "connections": 1,
                         "rates": [], "results": {}}
@@ -152,7 +158,7 @@ class ClientRun:
                             continue
                         self.progress.step(f"{self.sc.name}/{w.name}: {c.name} (repeat {r + 1}/{s.repeat})")
                         try:
-                            res = drive(c.client, url, w, s, c.environment)
+                            res = drive(c.client, url, w, s, c.environment, cacert)
                         except DriverError as e:
                             rec.update(status="failed", error=str(e).splitlines()[0][:300], log_tail=str(e))
                             self.progress.note(f"{c.name}: FAILED: {rec['error']}")

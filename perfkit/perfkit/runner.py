@@ -135,6 +135,7 @@ def start_system(st: Started, settings: Settings, cpus: str | None) -> None:
     if s.tls:
         try:
             st.values["tls_cert"], st.values["tls_key"], st.values["tls_ca"] = make_certificate(tmp)
+            st.values["tls_port"] = free_port()  # a client scenario's server: https beside plain ${port}
         except (OSError, subprocess.SubprocessError) as e:
             st.fail(f"cannot make a TLS certificate with openssl: {e}")
             return

@@ -10,7 +10,9 @@ Strings in ``command``, ``env``, ``cwd``, ``ready``, ``metrics`` and ``files`` m
 ``${python}`` (this interpreter), ``${peers}`` (the peer apps folder), ``${bin:NAME}`` (a binary,
 resolved by the bench from ``--bin NAME=PATH``, ``PERFKIT_BIN_NAME`` or ``PATH``), and for a system with
 ``tls = true`` ``${tls_cert}`` and ``${tls_key}`` (a certificate for 127.0.0.1 and localhost made for the run,
-and its key, PEM: the load engine trusts it and drives the workloads over ``https://``).
+and its key, PEM: the load engine trusts it and drives the workloads over ``https://``). A client scenario's
+server with ``tls = true`` keeps its plain ``${port}`` and also serves HTTPS on ``${tls_port}``: its
+workloads with ``tls = true`` are driven there, each client verifying the certificate against the run's CA.
 Services added later register by adding a file; nothing else changes.
 """
 
@@ -25,7 +27,7 @@ KINDS = ("server", "client")
 ROLES = ("service", "variant", "original", "peer", "floor")  # variant: the service configured otherwise, never a peer
 MODES = ("http", "ws")
 SUITES = ("quick", "full")
-PLACEHOLDERS = ("port", "host", "tmp", "python", "peers", "bin", "tls_cert", "tls_key")
+PLACEHOLDERS = ("port", "host", "tmp", "python", "peers", "bin", "tls_cert", "tls_key", "tls_port")
 CLIENTS = ("requestx_client", "requests", "httpx", "urllib3", "aiohttp", "pycurl", "pyreqwest", "niquests",
            "requestx")
 
@@ -87,6 +89,7 @@ class Workload:
     connections: int = 16
     suites: tuple[str, ...] = SUITES
     slo_p99_us: int = DEFAULT_SLO_P99_US  # server scenarios: the corrected p99 a sustained rate must stay under
+    tls: bool = False  # client scenarios: driven over https on the server's ${tls_port}
 
 
 @dataclass(frozen=True)
@@ -269,13 +272,16 @@ def _system(ctx, where, t, *, roles=ROLES) -> System:
     tls = t.get("tls", False)
     if not isinstance(tls, bool):
         ctx.fail(where, "'tls' must be true or false")
-    if tls and (roles != ROLES or url is not None):
-        ctx.fail(where, "'tls' is for the systems of a server scenario that the bench starts")
-    if tls and not str(t.get("ready", "")).startswith("tcp://"):
+    client_server = roles == ("peer",)  # the local server of a client scenario
+    if tls and url is not None:
+        ctx.fail(where, "'tls' is for systems that the bench starts")
+    if tls and not client_server and not str(t.get("ready", "")).startswith("tcp://"):
         ctx.fail(where, "a 'tls' system is ready when it accepts connections: give a tcp:// 'ready'")
-    uses_tls = any("${tls_" in v for v in list(command) + list(env.values()) + list(files.values()))
-    if uses_tls and not tls:
-        ctx.fail(where, "${tls_cert} and ${tls_key} are for systems with tls = true")
+    texts = list(command) + list(env.values()) + list(files.values())
+    if any("${tls_" in v for v in texts) and not tls:
+        ctx.fail(where, "${tls_cert}, ${tls_key} and ${tls_port} are for systems with tls = true")
+    if not client_server and any("${tls_port}" in v for v in texts):
+        ctx.fail(where, "${tls_port} is for the server of a client scenario (a system serves https on ${port})")
     return System(
         name=name, role=role, command=command, url=url, tls=tls,
         ready=_url(ctx, where, t.get("ready") or _tcp_of(url), "ready", ("http", "tcp")),
@@ -297,7 +303,7 @@ def _tcp_of(url: str) -> str:
 
 
 def _workload(ctx, where, t, kind) -> Workload:
-    opt = ("mode", "method", "path", "body", "headers", "connections", "suites", "slo_p99")
+    opt = ("mode", "method", "path", "body", "headers", "connections", "suites", "slo_p99", "tls")
     _check_keys(ctx, where, t, ("name",), opt)
     name = _name(ctx, where, t["name"])
     where = f"{where} {name!r}"
@@ -336,8 +342,13 @@ def _workload(ctx, where, t, kind) -> Workload:
         if kind != "server":
             ctx.fail(where, "'slo_p99' is for the workloads of a server scenario")
         slo = _duration_us(ctx, where, t["slo_p99"], "slo_p99")
+    tls = t.get("tls", False)
+    if not isinstance(tls, bool):
+        ctx.fail(where, "'tls' must be true or false")
+    if tls and kind != "client":
+        ctx.fail(where, "a workload's 'tls' is for client scenarios (a server scenario's system says tls = true)")
     return Workload(name=name, mode=mode, method=method, path=path, body=body, headers=headers,
-                    connections=conns, suites=suites, slo_p99_us=slo)
+                    connections=conns, suites=suites, slo_p99_us=slo, tls=tls)
 
 
 def _duration_us(ctx, where, v, key) -> int:
@@ -447,6 +458,8 @@ def load_file(path: str) -> Scenario:
     if "server" not in doc:
         ctx.fail("top level", "a client scenario needs a [server] table (the local server the clients hit)")
     server = _system(ctx, "server", doc["server"], roles=("peer",))
+    if any(w.tls for w in workloads) and not server.tls:
+        ctx.fail("workloads", "a workload with tls = true needs a [server] with tls = true")
     cl = doc.get("clients")
     if not isinstance(cl, list) or not cl:
         ctx.fail("clients", "a client scenario needs at least one [[clients]] table")

@@ -1,6 +1,7 @@
 """The registry loads and validates every scenario file; bad files and bad names get clear errors."""
 
 import os
+import re
 
 import pytest
 from conftest import PERFKIT_DIR, run_cli
@@ -108,7 +109,10 @@ workloads = WORKLOADS
     (lambda t: t.replace('role = "service"', 'role = "service"\ntls = true'),
      "a 'tls' system is ready when it accepts connections: give a tcp:// 'ready'"),
     (lambda t: t.replace('"${{port}}"]', '"${{port}}", "${{tls_cert}}"]'),
-     "${tls_cert} and ${tls_key} are for systems with tls = true"),
+     "${tls_cert}, ${tls_key} and ${tls_port} are for systems with tls = true"),
+    (lambda t: t.replace('role = "service"', 'role = "service"\ntls = true').replace(
+        '"${{port}}"]', '"${{port}}", "${{tls_port}}"]').replace('ready = "http', 'ready = "tcp'),
+     "${tls_port} is for the server of a client scenario"),
 ])
 def test_bad_scenario_file_gives_a_clear_error(tmp_path, mutate, message):
     path = tmp_path / "bad.toml"
@@ -331,3 +335,68 @@ path = "/"
     (tmp_path / "c.toml").write_text(text)
     with pytest.raises(ScenarioError, match="'workloads' is for the systems of a server scenario"):
         load_file(str(tmp_path / "c.toml"))
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda t: t.replace('path = "/"', 'path = "/"\ntls = true'),
+     "a workload with tls = true needs a [server] with tls = true"),
+    (lambda t: t.replace('path = "/"', 'path = "/"\ntls = 1'), "'tls' must be true or false"),
+])
+def test_tls_workloads_of_a_client_scenario_are_checked(tmp_path, mutate, message):
+    text = '''
+name = "c"
+kind = "client"
+description = "d"
+
+[server]
+name = "s"
+command = ["x", "${port}"]
+ready = "http://127.0.0.1:${port}/"
+
+[[clients]]
+name = "urllib3"
+role = "service"
+client = "urllib3"
+
+[[workloads]]
+name = "get"
+path = "/"
+'''
+    path = tmp_path / "c.toml"
+    path.write_text(mutate(text))
+    with pytest.raises(ScenarioError, match=re.escape(message)):
+        load_file(str(path))
+
+
+def test_requestx_client_scenario_has_https_rows():
+    sc = Registry.load(SCENARIOS).get("requestx_client")
+    assert sc.server.tls and any("${tls_port}" in text for text in sc.server.files.values())
+    assert {w.name for w in sc.workloads if w.tls} == {"get-tls", "post-tls"}
+
+
+def test_clients_verify_the_https_server_against_the_run_ca(tmp_path):
+    """The driver of each client reaches an https server through the run's CA, and only through it."""
+    import subprocess
+    import sys
+
+    from perfkit import clients, procs, runner
+    from perfkit.scenarios import Workload
+
+    cert, key, ca = runner.make_certificate(str(tmp_path))
+    port = procs.free_port()
+    peers = os.path.join(os.path.dirname(SCENARIOS), "peers")
+    server = subprocess.Popen([sys.executable, "-m", "uvicorn", "raw_asgi:app", "--app-dir", peers, "--host",
+                               "127.0.0.1", "--port", str(port), "--ssl-certfile", cert, "--ssl-keyfile", key,
+                               "--log-level", "warning"])
+    try:
+        procs.wait_ready("https server", f"tcp://127.0.0.1:{port}", 20)
+        url, w = f"https://127.0.0.1:{port}/ping", Workload(name="ping", path="/ping", tls=True)
+        settings = runner.Settings(duration=0.3, warmup=0.1)
+        for client in ("urllib3", "requests"):
+            res = clients.drive(client, url, w, settings, cacert=ca)
+            assert res["requests"] > 0 and res["errors"] == 0, (client, res)
+            with pytest.raises(clients.DriverError, match="(?i)certificate"):
+                clients.drive(client, url, w, settings)  # no CA given: verification fails, never skipped
+    finally:
+        server.terminate()
+        server.wait(10)
