@@ -1,16 +1,18 @@
-//! Blocking fast path of the sync API for plain `http://` requests without a proxy.
+//! Blocking fast path of the sync API for `http://` and HTTP/1.1 `https://` requests without a proxy.
 //!
 //! Why: for a small request on a reused connection, the tokio/hyper path costs a thread hand-off
 //! (or an epoll registration and wait) per request plus hyper's per-request machinery. Here the
 //! calling thread (interpreter lock released) writes the whole request with one `write` on a pooled
-//! blocking `TcpStream` and reads the answer with blocking `read`s: no epoll, no runtime, no other
-//! thread. Timeouts are socket options (`SO_RCVTIMEO`, connect with a deadline). Anything this
-//! module does not handle (https, proxies, streamed bodies, a total timeout) uses reqwest.
+//! blocking `TcpStream` (through rustls for https: `conn.rs`) and reads the answer with blocking
+//! `read`s: no epoll, no runtime, no other thread. Timeouts are socket options (`SO_RCVTIMEO`,
+//! connect with a deadline). Anything this module does not handle (proxies, streamed bodies, a
+//! total timeout, HTTP/2) uses reqwest.
+
+mod conn;
 
 use std::collections::HashMap;
-use std::io::{self, Read, Write};
-use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
-use std::os::fd::{AsRawFd, RawFd};
+use std::io::{self, Read};
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -20,6 +22,8 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::timing::Timings;
 use crate::{ErrKind, Failure};
+use conn::{connect, Conn};
+pub use conn::TlsSetting;
 
 /// The request line and headers (already validated) plus the body, as one buffer ready to send.
 pub struct WireRequest {
@@ -37,6 +41,24 @@ pub struct Target {
     pub host: String,
     pub port: u16,
     pub ip: Option<IpAddr>,
+    /// https: TLS with these settings; None: plain http
+    pub tls: Option<TlsSetting>,
+}
+
+impl Target {
+    /// Which connections of a host and port may carry a request for this target: the TLS setting's
+    /// number (0 for plain http), so that no connection is shared across schemes or TLS settings.
+    fn flavor(&self) -> u64 {
+        self.tls.as_ref().map_or(0, |s| s.id)
+    }
+
+    fn url(&self) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        match self.ip {
+            Some(IpAddr::V6(_)) => format!("{scheme}://[{}]:{}/", self.host, self.port),
+            _ => format!("{scheme}://{}:{}/", self.host, self.port),
+        }
+    }
 }
 
 /// Bodies up to this size are copied behind the head so the request leaves in one write.
@@ -187,62 +209,6 @@ impl Seen {
 // ---------------------------------------------------------------------------------------------
 // Connections and the pool
 
-struct Conn {
-    stream: TcpStream,
-    read_timeout: Option<Duration>,
-    /// bytes read past the end of the previous response (none for a well-behaved server)
-    buf: Vec<u8>,
-    idle_since: Instant,
-    /// this connection's last answer came within the polling budget: poll for the next one
-    quick: bool,
-}
-
-impl Conn {
-    fn new(stream: TcpStream) -> Conn {
-        Conn { stream, read_timeout: None, buf: Vec::new(), idle_since: Instant::now(), quick: true }
-    }
-
-    fn set_read_timeout(&mut self, t: Option<Duration>) -> io::Result<()> {
-        if self.read_timeout != t {
-            self.stream.set_read_timeout(t)?;
-            self.read_timeout = t;
-        }
-        Ok(())
-    }
-
-    /// A pooled connection the server has already closed (or sent unexpected bytes on) is useless.
-    fn looks_closed(&self) -> bool {
-        let mut b = [0u8; 1];
-        // SAFETY: recv into a 1-byte stack buffer on a socket we own
-        let n = unsafe {
-            libc::recv(self.stream.as_raw_fd(), b.as_mut_ptr().cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT)
-        };
-        // 0: orderly shutdown; > 0: stray bytes; -1 with EAGAIN: alive and quiet
-        n >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::WouldBlock
-    }
-}
-
-/// Receive into `buf`'s spare capacity (at most `max` bytes) and extend its length by what came.
-/// Raw `recv` rather than `Read::read`: the spare capacity is uninitialised memory, and handing it to
-/// `read` as a `&mut [u8]` would be unsound.
-fn recv_into(fd: RawFd, buf: &mut Vec<u8>, max: usize, flags: libc::c_int) -> io::Result<usize> {
-    let len = buf.len();
-    let room = (buf.capacity() - len).min(max);
-    loop {
-        // SAFETY: the kernel writes at most `room` bytes into the spare capacity, and only the `n`
-        // bytes it wrote are then marked initialised
-        let n = unsafe { libc::recv(fd, buf.as_mut_ptr().add(len).cast(), room, flags) };
-        if n >= 0 {
-            unsafe { buf.set_len(len + n as usize) };
-            return Ok(n as usize);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-}
-
 /// What the direct path accepts from a server; `None` is no limit (requests has none).
 #[derive(Clone, Copy, Default)]
 pub struct Limits {
@@ -259,8 +225,15 @@ const REAP_EVERY: Duration = Duration::from_secs(1);
 
 struct HostIdle {
     port: u16,
+    flavor: u64,
     conns: Vec<Conn>,
     last_used: Instant,
+}
+
+impl HostIdle {
+    fn serves(&self, t: &Target) -> bool {
+        self.port == t.port && self.flavor == t.flavor()
+    }
 }
 
 struct Idle {
@@ -299,7 +272,7 @@ impl Pool {
 
     fn checkout(&self, t: &Target) -> Option<Conn> {
         let mut idle = self.lock();
-        let entry = idle.hosts.get_mut(&t.host)?.iter_mut().find(|h| h.port == t.port)?;
+        let entry = idle.hosts.get_mut(&t.host)?.iter_mut().find(|h| h.serves(t))?;
         entry.last_used = Instant::now();
         while let Some(c) = entry.conns.pop() {
             if self.idle_timeout.is_some_and(|max| c.idle_since.elapsed() > max) {
@@ -320,15 +293,15 @@ impl Pool {
         if now.duration_since(idle.last_reap) >= REAP_EVERY {
             self.reap(&mut idle, now);
         }
-        let known = idle.hosts.get(&t.host).is_some_and(|l| l.iter().any(|h| h.port == t.port));
+        let known = idle.hosts.get(&t.host).is_some_and(|l| l.iter().any(|h| h.serves(t)));
         if !known {
             if idle.count_hosts >= MAX_HOSTS {
                 evict_least_recent(&mut idle);
             }
             idle.count_hosts += 1;
-            idle.hosts.entry(t.host.clone()).or_default().push(HostIdle { port: t.port, conns: Vec::new(), last_used: now });
+            idle.hosts.entry(t.host.clone()).or_default().push(HostIdle { port: t.port, flavor: t.flavor(), conns: Vec::new(), last_used: now });
         }
-        let entry = idle.hosts.get_mut(&t.host).and_then(|l| l.iter_mut().find(|h| h.port == t.port)).unwrap();
+        let entry = idle.hosts.get_mut(&t.host).and_then(|l| l.iter_mut().find(|h| h.serves(t))).unwrap();
         entry.last_used = now;
         if entry.conns.len() < self.max_idle_per_host {
             entry.conns.push(c);
@@ -361,58 +334,16 @@ fn evict_least_recent(idle: &mut Idle) {
     let oldest = idle
         .hosts
         .iter()
-        .flat_map(|(host, list)| list.iter().map(move |h| (h.last_used, host.clone(), h.port)))
+        .flat_map(|(host, list)| list.iter().map(move |h| (h.last_used, host.clone(), (h.port, h.flavor))))
         .min_by_key(|(used, _, _)| *used);
-    if let Some((_, host, port)) = oldest {
+    if let Some((_, host, key)) = oldest {
         if let Some(list) = idle.hosts.get_mut(&host) {
-            list.retain(|h| h.port != port);
+            list.retain(|h| (h.port, h.flavor) != key);
             if list.is_empty() {
                 idle.hosts.remove(&host);
             }
         }
         idle.count_hosts -= 1;
-    }
-}
-
-fn connect(t: &Target, timeout: Option<Duration>) -> Result<Conn, Failure> {
-    let addrs: Vec<SocketAddr> = match t.ip {
-        Some(ip) => vec![SocketAddr::new(ip, t.port)],
-        None => (t.host.as_str(), t.port)
-            .to_socket_addrs()
-            .map(|a| a.collect())
-            .map_err(|e| Failure::new(ErrKind::Connection, format!("failed to resolve {:?}: {e}", t.host)))?,
-    };
-    let mut last: Option<io::Error> = None;
-    let deadline = timeout.map(|d| Instant::now() + d);
-    for addr in addrs {
-        let res = match deadline {
-            None => TcpStream::connect(addr),
-            Some(dl) => {
-                let left = dl.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    Err(io::Error::new(io::ErrorKind::TimedOut, "connect timed out"))
-                } else {
-                    TcpStream::connect_timeout(&addr, left)
-                }
-            }
-        };
-        match res {
-            Ok(stream) => {
-                let _ = stream.set_nodelay(true);
-                return Ok(Conn::new(stream));
-            }
-            Err(e) => last = Some(e),
-        }
-    }
-    let e = last.unwrap_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no address"));
-    let url = format!("http://{}:{}/", t.host, t.port);
-    if matches!(e.kind(), io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock) {
-        Err(Failure::new(ErrKind::ConnectTimeout, format!("error sending request for url ({url}): connect timed out")))
-    } else {
-        Err(Failure::new(
-            ErrKind::Connection,
-            format!("error sending request for url ({url}): client error (Connect): {e}"),
-        ))
     }
 }
 
@@ -487,11 +418,7 @@ pub fn send(
             Err(ExchangeError::Fail(f)) => return Err(f),
         }
     }
-    let connect_start = timings.is_some().then(Instant::now);
-    let mut conn = connect(t, connect_timeout)?;
-    if let (Some(tm), Some(c0)) = (timings.as_deref_mut(), connect_start) {
-        tm.connect = Some(c0.elapsed());
-    }
+    let mut conn = connect(t, connect_timeout, timings.as_deref_mut())?;
     match exchange(&mut conn, req, read_timeout, &pool.limits, timings) {
         Ok((answer, keep)) => {
             if keep {
@@ -507,9 +434,9 @@ pub fn send(
 }
 
 fn write_request(conn: &mut Conn, req: &WireRequest) -> io::Result<()> {
-    conn.stream.write_all(&req.buf)?;
+    conn.write_all(&req.buf)?;
     if let Some(b) = &req.body {
-        conn.stream.write_all(b)?;
+        conn.write_all(b)?;
     }
     Ok(())
 }
@@ -522,9 +449,9 @@ fn reserve_read_room(buf: &mut Vec<u8>) {
 }
 
 /// Read more bytes into `buf`; Ok(0) at EOF.
-fn fill(stream: &TcpStream, buf: &mut Vec<u8>) -> io::Result<usize> {
+fn fill(conn: &mut Conn, buf: &mut Vec<u8>) -> io::Result<usize> {
     reserve_read_room(buf);
-    recv_into(stream.as_raw_fd(), buf, usize::MAX, 0)
+    conn.recv(buf, usize::MAX, 0)
 }
 
 /// Microseconds to poll for the first bytes of an answer before sleeping in `read`
@@ -582,16 +509,15 @@ impl Drop for InFlight {
 
 /// Poll for the first bytes of the answer for up to `spin_budget()`; None: nothing yet (or
 /// polling is off), read blocking. Some(Ok(0)) is EOF, as from `read`.
-fn spin_fill(stream: &TcpStream, buf: &mut Vec<u8>) -> Option<io::Result<usize>> {
+fn spin_fill(conn: &mut Conn, buf: &mut Vec<u8>) -> Option<io::Result<usize>> {
     let budget = spin_budget();
     if budget.is_zero() || IN_FLIGHT.load(Ordering::Relaxed) > 1 {
         return None;
     }
     reserve_read_room(buf);
-    let fd = stream.as_raw_fd();
     let start = Instant::now();
     loop {
-        match recv_into(fd, buf, usize::MAX, libc::MSG_DONTWAIT) {
+        match conn.recv(buf, usize::MAX, libc::MSG_DONTWAIT) {
             Ok(n) => return Some(Ok(n)),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             Err(e) => return Some(Err(e)),
@@ -641,8 +567,8 @@ fn over_limit(what: &str, limit: usize) -> ExchangeError {
 }
 
 /// Read more of the body into `buf`: the end of the connection here is an error.
-fn more(stream: &TcpStream, buf: &mut Vec<u8>) -> Result<(), ExchangeError> {
-    match fill(stream, buf) {
+fn more(conn: &mut Conn, buf: &mut Vec<u8>) -> Result<(), ExchangeError> {
+    match fill(conn, buf) {
         Ok(0) => Err(body_err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed before the end of the body"))),
         Ok(_) => Ok(()),
         Err(e) => Err(body_err(e)),
@@ -673,17 +599,20 @@ fn exchange(
             buf.drain(..head.len);
             Bytes::new()
         }
-        Framing::Length(len) => read_length(&conn.stream, &mut buf, head.len, len, limits)?,
-        Framing::Chunked => read_chunked(&conn.stream, &mut buf, head.len, limits)?,
-        Framing::UntilClose => read_until_close(&conn.stream, &mut buf, head.len, limits)?,
+        Framing::Length(len) => read_length(conn, &mut buf, head.len, len, limits)?,
+        Framing::Chunked => read_chunked(conn, &mut buf, head.len, limits)?,
+        Framing::UntilClose => read_until_close(conn, &mut buf, head.len, limits)?,
     };
     // a server that sent more than one response's worth of bytes is not to be trusted with another request
-    let keep = head.keep_alive && !matches!(head.framing, Framing::UntilClose) && buf.is_empty();
+    let keep = head.keep_alive
+        && !matches!(head.framing, Framing::UntilClose)
+        && buf.is_empty()
+        && conn.tls_reusable();
     if buf.capacity() <= 64 * 1024 {
         conn.buf = buf;
     }
     if !keep {
-        let _ = conn.stream.shutdown(Shutdown::Both);
+        conn.close();
     }
     if let Some(tm) = timings.as_deref_mut() {
         tm.transfer = Some(first_byte.elapsed());
@@ -716,8 +645,8 @@ fn read_head(conn: &mut Conn, req: &WireRequest, buf: &mut Vec<u8>, written: Ins
                 continue;
             }
         }
-        let polled = if buf.is_empty() && conn.quick { spin_fill(&conn.stream, buf) } else { None };
-        match polled.unwrap_or_else(|| fill(&conn.stream, buf)) {
+        let polled = if buf.is_empty() && conn.quick { spin_fill(conn, buf) } else { None };
+        match polled.unwrap_or_else(|| fill(conn, buf)) {
             Ok(0) if buf.is_empty() && interim == 0 => {
                 return Err(ExchangeError::NoResponse(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed")))
             }
@@ -803,7 +732,7 @@ fn parse_length(v: &[u8]) -> Option<u64> {
     std::str::from_utf8(v).ok()?.parse().ok()
 }
 
-fn read_length(stream: &TcpStream, buf: &mut Vec<u8>, head_len: usize, len: u64, limits: &Limits) -> Result<Bytes, ExchangeError> {
+fn read_length(conn: &mut Conn, buf: &mut Vec<u8>, head_len: usize, len: u64, limits: &Limits) -> Result<Bytes, ExchangeError> {
     let len = usize::try_from(len)
         .ok()
         .filter(|l| head_len.checked_add(*l).is_some())
@@ -814,7 +743,7 @@ fn read_length(stream: &TcpStream, buf: &mut Vec<u8>, head_len: usize, len: u64,
     let want = head_len + len;
     if len <= INLINE_BODY_MAX || buf.len() >= want {
         while buf.len() < want {
-            more(stream, buf)?;
+            more(conn, buf)?;
         }
         let body = Bytes::copy_from_slice(&buf[head_len..want]);
         buf.drain(..want);
@@ -825,13 +754,12 @@ fn read_length(stream: &TcpStream, buf: &mut Vec<u8>, head_len: usize, len: u64,
     let mut body = Vec::with_capacity(len.min(PREALLOC_MAX));
     body.extend_from_slice(&buf[head_len..]);
     buf.clear();
-    let fd = stream.as_raw_fd();
     while body.len() < len {
         if body.len() == body.capacity() {
             body.reserve((len - body.len()).min(body.len().max(READ_CHUNK)));
         }
         let left = len - body.len();
-        match recv_into(fd, &mut body, left, 0) {
+        match conn.recv(&mut body, left, 0) {
             Ok(0) => return Err(body_err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed before the end of the body"))),
             Ok(_) => {}
             Err(e) => return Err(body_err(e)),
@@ -840,21 +768,21 @@ fn read_length(stream: &TcpStream, buf: &mut Vec<u8>, head_len: usize, len: u64,
     Ok(Bytes::from(body))
 }
 
-fn read_chunked(stream: &TcpStream, buf: &mut Vec<u8>, head_len: usize, limits: &Limits) -> Result<Bytes, ExchangeError> {
+fn read_chunked(conn: &mut Conn, buf: &mut Vec<u8>, head_len: usize, limits: &Limits) -> Result<Bytes, ExchangeError> {
     let mut out: Vec<u8> = Vec::new();
     let mut pos = head_len;
     loop {
         let (size, used) = loop {
             match httparse::parse_chunk_size(&buf[pos..]) {
                 Ok(httparse::Status::Complete((used, size))) if used <= MAX_CHUNK_LINE => break (size, used),
-                Ok(httparse::Status::Partial) if buf.len() - pos <= MAX_CHUNK_LINE => more(stream, buf)?,
+                Ok(httparse::Status::Partial) if buf.len() - pos <= MAX_CHUNK_LINE => more(conn, buf)?,
                 Ok(_) => return Err(fail(ErrKind::ChunkedEncoding, format!("chunk size line longer than {MAX_CHUNK_LINE} bytes"))),
                 Err(_) => return Err(fail(ErrKind::ChunkedEncoding, "invalid chunk size in a chunked body")),
             }
         };
         pos += used;
         if size == 0 {
-            skip_trailers(stream, buf, &mut pos)?;
+            skip_trailers(conn, buf, &mut pos)?;
             break;
         }
         let size = usize::try_from(size).ok().filter(|s| out.len().checked_add(*s).is_some());
@@ -874,10 +802,10 @@ fn read_chunked(stream: &TcpStream, buf: &mut Vec<u8>, head_len: usize, limits: 
             }
             buf.drain(..pos);
             pos = 0;
-            more(stream, buf)?;
+            more(conn, buf)?;
         }
         while buf.len() < pos + 2 {
-            more(stream, buf)?;
+            more(conn, buf)?;
         }
         if &buf[pos..pos + 2] != b"\r\n" {
             return Err(fail(ErrKind::ChunkedEncoding, "missing CRLF after a chunk"));
@@ -893,7 +821,7 @@ fn read_chunked(stream: &TcpStream, buf: &mut Vec<u8>, head_len: usize, limits: 
 }
 
 /// Skip the trailer section up to its empty line (at most MAX_TRAILERS bytes).
-fn skip_trailers(stream: &TcpStream, buf: &mut Vec<u8>, pos: &mut usize) -> Result<(), ExchangeError> {
+fn skip_trailers(conn: &mut Conn, buf: &mut Vec<u8>, pos: &mut usize) -> Result<(), ExchangeError> {
     let start = *pos;
     loop {
         if let Some(i) = find_crlf(&buf[*pos..]) {
@@ -906,16 +834,16 @@ fn skip_trailers(stream: &TcpStream, buf: &mut Vec<u8>, pos: &mut usize) -> Resu
         if buf.len() - start > MAX_TRAILERS {
             return Err(fail(ErrKind::ChunkedEncoding, format!("trailers longer than {MAX_TRAILERS} bytes")));
         }
-        more(stream, buf)?;
+        more(conn, buf)?;
     }
 }
 
-fn read_until_close(stream: &TcpStream, buf: &mut Vec<u8>, head_len: usize, limits: &Limits) -> Result<Bytes, ExchangeError> {
+fn read_until_close(conn: &mut Conn, buf: &mut Vec<u8>, head_len: usize, limits: &Limits) -> Result<Bytes, ExchangeError> {
     loop {
         if let Some(max) = limits.max_body.filter(|m| buf.len() - head_len > *m) {
             return Err(over_limit("response body", max));
         }
-        match fill(stream, buf) {
+        match fill(conn, buf) {
             Ok(0) => break,
             Ok(_) => {}
             Err(e) => return Err(body_err(e)),

@@ -277,10 +277,14 @@ struct Inner {
     pool_idle_timeout: Option<Duration>,
     /// blocking connections of the direct path (plain http, no proxy)
     direct: direct::Pool,
-    /// the direct path has been used (its pool counts in `pool_count`)
+    /// the direct path has made plain-http connections (they count in `pool_count`)
     direct_used: std::sync::atomic::AtomicBool,
-    /// an HTTP(S)_PROXY/ALL_PROXY variable applies to plain-http requests: no direct path
+    /// an HTTP_PROXY/ALL_PROXY variable applies to plain-http requests: no direct path for them
     env_proxy_http: bool,
+    /// an HTTPS_PROXY/ALL_PROXY variable applies to https requests: no direct path for them
+    env_proxy_https: bool,
+    /// the direct path's TLS settings, one per (verify, cert) used
+    direct_tls: Mutex<HashMap<(Verify, Option<(String, Option<String>)>), direct::TlsSetting>>,
     /// the last URL of the direct path, parsed: a session usually calls the same URL again
     last_url: Mutex<Option<(String, reqwest::Url, direct::Target)>>,
 }
@@ -304,16 +308,21 @@ impl Inner {
         Ok(client)
     }
 
+    /// The TLS settings of the direct path for (verify, cert), built once per client and setting.
+    fn direct_tls(&self, verify: Verify, cert: Option<(String, Option<String>)>) -> Result<direct::TlsSetting, Failure> {
+        let mut map = self.direct_tls.lock().unwrap();
+        let key = (verify, cert);
+        if let Some(s) = map.get(&key) {
+            return Ok(s.clone());
+        }
+        let config = Arc::new(tls_config(&key.0, &key.1)?);
+        let setting = direct::TlsSetting { id: map.len() as u64 + 1, config };
+        map.insert(key, setting.clone());
+        Ok(setting)
+    }
+
     fn build(&self, key: &Key) -> Result<reqwest::Client, Failure> {
-        let tls_config = match &key.verify {
-            Verify::Yes => tls::verifying().clone(),
-            Verify::No => tls::not_verifying().clone(),
-            Verify::CaBundle(path) => tls::with_bundle(path)?,
-        };
-        let mut tls_config = match &key.cert {
-            None => tls_config,
-            Some((cert, pkey)) => tls::with_client_cert(tls_config, cert, pkey.as_deref())?,
-        };
+        let mut tls_config = tls_config(&key.verify, &key.cert)?;
         if self.http2 {
             // offered in the TLS handshake (ALPN): the server picks; plain http stays HTTP/1.1
             tls_config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
@@ -353,6 +362,23 @@ impl Inner {
         b.build()
             .map_err(|e| Failure::new(ErrKind::Request, format!("cannot build the HTTP client: {}", error_chain(&e))))
     }
+}
+
+/// The rustls configuration (HTTP/1.1 ALPN) for a `verify` setting and an optional client certificate.
+fn tls_config(verify: &Verify, cert: &Option<(String, Option<String>)>) -> Result<rustls::ClientConfig, Failure> {
+    let base = match verify {
+        Verify::Yes => tls::verifying().clone(),
+        Verify::No => tls::not_verifying().clone(),
+        Verify::CaBundle(path) => tls::with_bundle(path)?,
+    };
+    match cert {
+        None => Ok(base),
+        Some((cert, pkey)) => tls::with_client_cert(base, cert, pkey.as_deref()),
+    }
+}
+
+fn any_env(names: &[&str]) -> bool {
+    names.iter().any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()))
 }
 
 fn secs_to_ms(v: Option<f64>, what: &str) -> PyResult<Option<u64>> {
@@ -852,10 +878,9 @@ impl Client {
                 direct: direct::Pool::new(pool_maxsize, idle, limits),
                 direct_used: std::sync::atomic::AtomicBool::new(false),
                 last_url: Mutex::new(None),
-                env_proxy_http: trust_env
-                    && ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]
-                        .iter()
-                        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty())),
+                env_proxy_http: trust_env && any_env(&["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]),
+                env_proxy_https: trust_env && any_env(&["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"]),
+                direct_tls: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -865,11 +890,12 @@ impl Client {
         Client { inner: self.inner.clone() }
     }
 
-    /// Connection settings in use: one per kept reqwest client (at most MAX_CLIENTS); the direct path's
-    /// pool, which serves every setting, counts as one when no reqwest client exists.
+    /// Connection settings in use: one per kept reqwest client (at most MAX_CLIENTS), one per TLS
+    /// setting of the direct path, and one for its plain-http connections once it has made any.
     fn pool_count(&self) -> usize {
         let clients = self.inner.clients.lock().unwrap().len();
-        clients.max(usize::from(self.inner.direct_used.load(std::sync::atomic::Ordering::Relaxed)))
+        let direct_tls = self.inner.direct_tls.lock().unwrap().len();
+        clients + direct_tls + usize::from(self.inner.direct_used.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     /// Idle connections kept by the direct (plain-http, blocking) path: for tests.
@@ -898,15 +924,18 @@ impl Client {
         cert: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<NativeResponse> {
         let cert = parse_cert(cert)?;
-        if !stream
-            && total_timeout.is_none()
-            && proxies.is_none()
-            && url.starts_with("http://")
-            && cert.is_none()
-            && sync_io() == SyncIo::Direct
-            && !self.inner.env_proxy_http
-        {
-            return self.request_direct(py, method, url, headers, body, connect_timeout, read_timeout, verify, timing);
+        if !stream && total_timeout.is_none() && proxies.is_none() && sync_io() == SyncIo::Direct {
+            let direct = if url.starts_with("http://") {
+                !self.inner.env_proxy_http
+            } else {
+                // HTTP/2 is reqwest's
+                url.starts_with("https://") && !self.inner.env_proxy_https && !self.inner.http2
+            };
+            if direct {
+                return self.request_direct(
+                    py, method, url, headers, body, connect_timeout, read_timeout, verify, cert, timing,
+                );
+            }
         }
         let prepared = self.prepare(
             py, method, url, headers, body, connect_timeout, read_timeout, total_timeout, verify, proxies, stream,
@@ -1125,21 +1154,19 @@ impl Client {
         connect_timeout: Option<f64>,
         read_timeout: Option<f64>,
         verify: Option<&Bound<'_, PyAny>>,
+        cert: Option<(String, Option<String>)>,
         timing: bool,
     ) -> PyResult<NativeResponse> {
         let m = reqwest::Method::from_bytes(method.as_bytes())
             .map_err(|_| PyValueError::new_err(format!("invalid HTTP method {method:?}")))?;
         let connect_ms = secs_to_ms(connect_timeout, "connect")?;
         let read_ms = secs_to_ms(read_timeout, "read")?;
-        parse_verify(verify)?; // checked as on every path (plain http does not use it)
-        if !self.inner.direct_used.load(std::sync::atomic::Ordering::Relaxed) {
-            self.inner.direct_used.store(true, std::sync::atomic::Ordering::Relaxed);
-        }
+        let verify = parse_verify(verify)?; // checked as on every path (plain http does not use it)
         let cached = match &*self.inner.last_url.lock().unwrap() {
             Some((s, u, t)) if s == url => Some((u.clone(), t.clone())),
             _ => None,
         };
-        let (parsed, target) = match cached {
+        let (parsed, mut target) = match cached {
             Some(c) => c,
             None => {
                 let parsed = parse_url(url).map_err(|f| f.into_pyerr(py))?;
@@ -1152,11 +1179,17 @@ impl Client {
                             .into_pyerr(py))
                     }
                 };
-                let target = direct::Target { host, port: parsed.port_or_known_default().unwrap_or(80), ip };
+                let port = parsed.port_or_known_default().unwrap_or(80);
+                let target = direct::Target { host, port, ip, tls: None };
                 *self.inner.last_url.lock().unwrap() = Some((url.to_owned(), parsed.clone(), target.clone()));
                 (parsed, target)
             }
         };
+        if parsed.scheme() == "https" {
+            target.tls = Some(self.inner.direct_tls(verify, cert).map_err(|f| f.into_pyerr(py))?);
+        } else if !self.inner.direct_used.load(std::sync::atomic::Ordering::Relaxed) {
+            self.inner.direct_used.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         let body = match body {
             Some(b) if !b.is_none() => {
                 Some(bytes_from_py(b.cast::<PyBytes>().map_err(|_| PyValueError::new_err("body must be bytes"))?))

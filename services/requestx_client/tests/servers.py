@@ -291,14 +291,17 @@ class Server:
 class RawServer:
     """A one-connection-at-a-time HTTP/1.1 server on a raw socket. `answer(conn_no, req_no, head)`
     returns the bytes to send for the req_no-th request (0-based) of the conn_no-th connection, a
-    1-tuple (bytes,) to send them and then close the connection, or None to close it without answering."""
+    1-tuple (bytes,) to send them and then close the connection, or None to close it without answering.
+    With `tls_context`, each connection is TLS (closed without close_notify, as a crashing server would)."""
 
-    def __init__(self, answer):
+    def __init__(self, answer, tls_context: ssl.SSLContext | None = None):
         self.answer = answer
+        self.tls_context = tls_context
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(16)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        scheme = "https" if tls_context else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.sock.getsockname()[1]}"
         self.connections = 0
         self.requests: list[bytes] = []
         self.thread = threading.Thread(target=self._serve, daemon=True)
@@ -321,6 +324,12 @@ class RawServer:
             threading.Thread(target=self._handle, args=(conn, n), daemon=True).start()
 
     def _handle(self, conn, n):
+        if self.tls_context is not None:
+            try:
+                conn = self.tls_context.wrap_socket(conn, server_side=True)
+            except OSError:  # the client refused the handshake or hung up
+                conn.close()
+                return
         buf = b""
         req_no = 0
         with conn:
