@@ -3,7 +3,8 @@
     python bench/bench_sync.py --client requestx_client --scenario get --n 20000 [--threads 4]
 
 Scenarios: get (13-byte body), post1k / post10k (JSON body of ~1 KB / ~10 KB), json1m (GET + .json() of
-1 MB). Prints one JSON line: client, scenario, threads, requests, seconds, req_per_s.
+1 MB). An https `--url` is verified against `--cacert`, given to each client its own way. Prints one JSON
+line: client, scenario, threads, requests, seconds, req_per_s.
 Run each client in its own process (and in its own environment where a client swaps libraries)."""
 
 from __future__ import annotations
@@ -24,7 +25,12 @@ def payload(size: int) -> Any:
     return {"items": items}
 
 
-def make(client: str, base: str, scenario: str) -> Callable[[], Any]:
+def _tls_context(cacert: str) -> Any:
+    import ssl
+    return ssl.create_default_context(cafile=cacert)
+
+
+def make(client: str, base: str, scenario: str, cacert: str | None = None) -> Callable[[], Any]:
     """A zero-argument function doing one request of the scenario with `client` (session reused)."""
     url = base + ("/json-1mb" if scenario == "json1m" else "/post" if scenario.startswith("post") else "/")
     body = payload(1000 if scenario == "post1k" else 10000) if scenario.startswith("post") else None
@@ -34,13 +40,15 @@ def make(client: str, base: str, scenario: str) -> Callable[[], Any]:
     if client in ("requestx_client", "requests", "niquests"):
         mod = __import__(client)
         s = mod.Session()
+        if cacert:
+            s.verify = cacert
         if post:
             return lambda: s.post(url, json=body).content
         if want_json:
             return lambda: s.get(url).json()
         return lambda: s.get(url).content
     if client in ("httpx", "requestx"):  # the original requestx has an httpx-style API
-        c = __import__(client).Client()
+        c = __import__(client).Client(**({"verify": _tls_context(cacert)} if cacert else {}))
         if post:
             return lambda: c.post(url, json=body).content
         if want_json:
@@ -48,7 +56,7 @@ def make(client: str, base: str, scenario: str) -> Callable[[], Any]:
         return lambda: c.get(url).content
     if client == "urllib3":
         import urllib3
-        pool = urllib3.PoolManager(maxsize=16)
+        pool = urllib3.PoolManager(maxsize=16, **({"ca_certs": cacert} if cacert else {}))
         if post:
             return lambda: pool.request("POST", url, json=body).data
         if want_json:
@@ -65,6 +73,8 @@ def make(client: str, base: str, scenario: str) -> Callable[[], Any]:
             if c is None:
                 c = local.c = pycurl.Curl()
                 c.setopt(pycurl.URL, url)
+                if cacert:
+                    c.setopt(pycurl.CAINFO, cacert)
                 if post:
                     c.setopt(pycurl.HTTPHEADER, ["Content-Type: application/json"])
             return c
@@ -81,7 +91,11 @@ def make(client: str, base: str, scenario: str) -> Callable[[], Any]:
         return once
     if client == "pyreqwest":
         from pyreqwest.client import SyncClientBuilder
-        c = SyncClientBuilder().build()
+        builder = SyncClientBuilder()
+        if cacert:
+            with open(cacert, "rb") as f:
+                builder = builder.add_root_certificate_pem(f.read())
+        c = builder.build()
         if post:
             return lambda: c.post(url).body_json(body).build().send().bytes()
         if want_json:
@@ -98,9 +112,10 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=20000, help="requests per thread")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--warmup", type=int, default=500)
+    ap.add_argument("--cacert", help="CA certificate (PEM) an https --url is verified against")
     args = ap.parse_args()
 
-    fn = make(args.client, args.url, args.scenario)
+    fn = make(args.client, args.url, args.scenario, args.cacert)
     for _ in range(args.warmup):
         fn()
 

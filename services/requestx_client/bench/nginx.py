@@ -1,6 +1,7 @@
 """Start one nginx worker for the benchmarks (pinned to a CPU core), answering from its config.
 
     python bench/nginx.py --port 18080 --cpu 1          # runs in the foreground until Ctrl-C
+    python bench/nginx.py --tls-port 18443 --ca-out ca.pem   # also https (TLS 1.3, session cache and tickets)
 
 Routes: /            -> 200 "Hello, World!" (13 bytes, `return` from the config, no file I/O)
         /post        -> 200 "ok" (request body read and discarded)
@@ -43,8 +44,30 @@ http {{
         location = /post {{ default_type text/plain; return 200 "ok"; }}
         location = /json-1mb {{ default_type application/json; alias {root}/1mb.json; }}
     }}
-}}
+{tls}}}
 """
+
+# the same routes over TLS 1.3 with a certificate for 127.0.0.1 from a throw-away CA (trustme)
+TLS_SERVER = """    server {{
+        listen {listen}:{port} ssl reuseport backlog=4096;
+        ssl_certificate {root}/cert.pem;
+        ssl_certificate_key {root}/key.pem;
+        ssl_protocols TLSv1.3;
+        ssl_session_cache shared:SSL:1m;
+        ssl_session_tickets on;
+        location = / {{ default_type text/plain; return 200 "Hello, World!"; }}
+        location = /post {{ default_type text/plain; return 200 "ok"; }}
+    }}
+"""
+
+
+def make_cert(root: str, ca_out: str) -> None:
+    import trustme
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1", "localhost")
+    cert.private_key_pem.write_to_path(os.path.join(root, "key.pem"))
+    cert.cert_chain_pems[0].write_to_path(os.path.join(root, "cert.pem"))
+    ca.cert_pem.write_to_path(ca_out)
 
 
 def make_json(path: str, size: int = 1 << 20) -> None:
@@ -66,6 +89,8 @@ def main() -> int:
     ap.add_argument("--any-loopback", action="store_true",
                     help="answer on every 127.0.0.0/8 address (bound to all addresses, others refused): "
                          "for bench_memory.py --hosts")
+    ap.add_argument("--tls-port", type=int, help="also serve / and /post over https on this port")
+    ap.add_argument("--ca-out", default="ca.pem", help="where the https certificate's CA is written (PEM)")
     args = ap.parse_args()
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     root = tempfile.mkdtemp(prefix="rx-nginx-")
@@ -74,7 +99,11 @@ def main() -> int:
     conf = os.path.join(root, "nginx.conf")
     with open(conf, "w") as f:
         listen, allow = ("0.0.0.0", "allow 127.0.0.0/8; deny all;") if args.any_loopback else ("127.0.0.1", "")
-        f.write(CONF.format(root=root, port=args.port, listen=listen, allow=allow))
+        tls = ""
+        if args.tls_port:
+            make_cert(root, args.ca_out)
+            tls = TLS_SERVER.format(root=root, port=args.tls_port, listen=listen)
+        f.write(CONF.format(root=root, port=args.port, listen=listen, allow=allow, tls=tls))
     cmd = ["taskset", "-c", str(args.cpu), nginx, "-c", conf, "-p", root]
     proc = subprocess.Popen(cmd)
     where = "every 127.0.0.0/8 address" if args.any_loopback else "127.0.0.1"

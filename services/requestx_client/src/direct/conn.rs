@@ -163,30 +163,29 @@ fn tls_recv(
     flags: libc::c_int,
 ) -> io::Result<usize> {
     let mut sock = Recv { fd: stream.as_raw_fd(), flags };
+    let mut eof = false;
     loop {
-        let len = buf.len();
-        let room = (buf.capacity() - len).clamp(1, TLS_PIECE).min(max);
-        buf.resize(len + room, 0);
-        let got = tls.reader().read(&mut buf[len..]);
-        buf.truncate(len + *got.as_ref().unwrap_or(&0));
-        match got {
-            Ok(n) => return Ok(n),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
-            Err(e) => return Err(e),
-        }
-        if tls.read_tls(&mut sock)? == 0 {
-            // the end of the socket: rustls now answers the read above with Ok(0) or UnexpectedEof
-            tls.process_new_packets().map_err(invalid_data)?;
-            continue;
-        }
-        tls.process_new_packets().map_err(|e| {
+        let state = tls.process_new_packets().map_err(|e| {
             let _ = tls.write_tls(stream); // the alert that tells the server why
             invalid_data(e)
         })?;
+        let avail = state.plaintext_bytes_to_read();
+        if avail > 0 {
+            // only the bytes about to be written are zeroed (rustls' reader takes an initialised slice)
+            let len = buf.len();
+            let n = avail.min(max).min((buf.capacity() - len).max(1)).min(TLS_PIECE);
+            buf.resize(len + n, 0);
+            let got = tls.reader().read(&mut buf[len..]);
+            buf.truncate(len + *got.as_ref().unwrap_or(&0));
+            return got;
+        }
+        if eof || state.peer_has_closed() {
+            return Ok(0);
+        }
         while tls.wants_write() {
             tls.write_tls(stream)?; // e.g. the answer to a key update
         }
+        eof = tls.read_tls(&mut sock)? == 0;
     }
 }
 
