@@ -219,18 +219,36 @@ def super_len(o: Any) -> int:
     return max(0, total - position)
 
 
-def body_to_send(body: Any) -> bytes:
-    """The bytes of a prepared body that is not bytes already: a str in UTF-8, a file read from where it
-    is, an iterable's pieces joined (the core sends one bytes object; with Transfer-Encoding: chunked it
-    frames it as chunks)."""
+# bytes read from a file body at a time while it is sent
+_PIECE = 64 * 1024
+
+
+def _piece_bytes(data: Any) -> bytes:
+    return data.encode("utf-8") if isinstance(data, str) else bytes(data)
+
+
+def body_to_send(body: Any) -> Any:
+    """A prepared body that is not bytes already, as the core takes it: a str as UTF-8 bytes; a file or
+    other iterable as a function returning its next piece (None at the end), which the core calls while
+    it sends, so the body is never held in memory whole (it frames the pieces with the request's
+    Content-Length, or as chunks)."""
     if isinstance(body, str):
         return body.encode("utf-8")
     if isinstance(body, (bytes, bytearray, memoryview)):
         return bytes(body)
     if hasattr(body, "read"):
-        data = body.read()
-        return data.encode("utf-8") if isinstance(data, str) else bytes(data)
-    return b"".join(c.encode("utf-8") if isinstance(c, str) else bytes(c) for c in body)
+        def read_piece() -> bytes | None:
+            data = body.read(_PIECE)
+            return _piece_bytes(data) if data else None
+        return read_piece
+    pieces = iter(body)
+
+    def next_piece() -> bytes | None:
+        for piece in pieces:
+            if piece:
+                return _piece_bytes(piece)
+        return None
+    return next_piece
 
 
 def add_params(url: str, *param_sets: Any) -> str:

@@ -188,7 +188,8 @@ class HTTPAdapter(BaseAdapter):
                 e.request = request
                 if rec is not None and sent(e):
                     rec.failed(method, url, perf_counter() - t0, e)
-                if retries and method in _IDEMPOTENT and isinstance(e, exc.ConnectionError) \
+                # a streamed body is being read as it goes: it is not sent twice
+                if retries and method in _IDEMPOTENT and isinstance(e, exc.ConnectionError) and not callable(body) \
                         and not isinstance(e, (exc.SSLError, exc.ProxyError)):
                     retries -= 1
                     continue

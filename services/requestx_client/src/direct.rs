@@ -30,6 +30,8 @@ pub struct WireRequest {
     pub buf: Vec<u8>,
     /// a body too large to copy into `buf` is sent with a second write
     pub body: Option<Bytes>,
+    /// a body read piece by piece while it is sent (then the request is never sent twice)
+    stream: Mutex<Option<BodyStream>>,
     pub idempotent: bool,
     pub head: bool,
     /// a method whose request says its (possibly empty) body's length, as requests does
@@ -108,7 +110,7 @@ impl WireRequest {
         buf.extend_from_slice(b" HTTP/1.1\r\n");
         let idempotent = matches!(method, "GET" | "HEAD" | "OPTIONS" | "PUT" | "DELETE" | "TRACE");
         let needs_length = !matches!(method, "GET" | "HEAD" | "OPTIONS" | "DELETE" | "TRACE" | "CONNECT");
-        WireRequest { buf, body: None, idempotent, head: method == "HEAD", needs_length }
+        WireRequest { buf, body: None, stream: Mutex::new(None), idempotent, head: method == "HEAD", needs_length }
     }
 
     /// A caller's header. Content-Length is the client's to write (from the body it sends): a
@@ -130,6 +132,42 @@ impl WireRequest {
     /// End the head (adding `Host` and the headers reqwest would add, when the caller did not set
     /// them, and the body's Content-Length) and attach the body.
     pub fn finish(&mut self, url: &reqwest::Url, seen: Seen, body: Option<Bytes>) {
+        self.default_headers(url, seen);
+        // a caller's Transfer-Encoding (requests sets `chunked` for a body of unknown length) frames the
+        // body: it goes as one chunk and the terminating one, with no Content-Length
+        let body = if seen.transfer_encoding { Some(one_chunk(body.as_deref().unwrap_or_default())) } else { body };
+        match &body {
+            Some(_) if seen.transfer_encoding => {}
+            Some(b) => self.put(b"Content-Length", b.len().to_string().as_bytes()),
+            None if self.needs_length => self.put(b"Content-Length", b"0"),
+            None => {}
+        }
+        self.buf.extend_from_slice(b"\r\n");
+        match body {
+            Some(b) if b.len() <= INLINE_BODY_MAX => self.buf.extend_from_slice(&b),
+            Some(b) if !b.is_empty() => self.body = Some(b),
+            _ => {}
+        }
+    }
+
+    /// End the head for a body read while it is sent: with its declared length as Content-Length, or
+    /// in chunked framing (the caller's Transfer-Encoding, else one added) when it has none.
+    pub fn finish_streamed(&mut self, url: &reqwest::Url, seen: Seen, mut stream: BodyStream) {
+        self.default_headers(url, seen);
+        if seen.transfer_encoding {
+            stream.length = None;
+        }
+        match stream.length {
+            Some(n) => self.put(b"Content-Length", n.to_string().as_bytes()),
+            None if !seen.transfer_encoding => self.put(b"Transfer-Encoding", b"chunked"),
+            None => {}
+        }
+        self.buf.extend_from_slice(b"\r\n");
+        self.idempotent = false; // a stream cannot be read twice
+        *self.stream.get_mut().unwrap_or_else(|p| p.into_inner()) = Some(stream);
+    }
+
+    fn default_headers(&mut self, url: &reqwest::Url, seen: Seen) {
         if !seen.host {
             // url's host_str keeps IPv6 brackets; the port is written only when not the default
             self.buf.extend_from_slice(b"Host: ");
@@ -149,22 +187,15 @@ impl WireRequest {
         if !seen.accept_encoding {
             self.put(b"Accept-Encoding", b"gzip, deflate, br, zstd");
         }
-        // a caller's Transfer-Encoding (requests sets `chunked` for a body of unknown length) frames the
-        // body: it goes as one chunk and the terminating one, with no Content-Length
-        let body = if seen.transfer_encoding { Some(one_chunk(body.as_deref().unwrap_or_default())) } else { body };
-        match &body {
-            Some(_) if seen.transfer_encoding => {}
-            Some(b) => self.put(b"Content-Length", b.len().to_string().as_bytes()),
-            None if self.needs_length => self.put(b"Content-Length", b"0"),
-            None => {}
-        }
-        self.buf.extend_from_slice(b"\r\n");
-        match body {
-            Some(b) if b.len() <= INLINE_BODY_MAX => self.buf.extend_from_slice(&b),
-            Some(b) if !b.is_empty() => self.body = Some(b),
-            _ => {}
-        }
     }
+}
+
+/// A request body read piece by piece while it is sent (a file or an iterable on the Python side).
+pub struct BodyStream {
+    /// the next piece; None at the end
+    pub next: Box<dyn FnMut() -> Result<Option<Bytes>, Failure> + Send>,
+    /// the declared length (Content-Length): the pieces must add up to it; None: chunked framing
+    pub length: Option<u64>,
 }
 
 /// `body` in chunked framing: one chunk (none when empty) and the last, empty one.
@@ -410,7 +441,7 @@ pub fn send(
                     return Err(Failure::new(
                         ErrKind::Connection,
                         format!(
-                            "connection closed before a response arrived (request not retried: not idempotent): {e}"
+                            "connection closed before a response arrived (request not retried: not idempotent, or its body a stream): {e}"
                         ),
                     ));
                 }
@@ -433,12 +464,58 @@ pub fn send(
     }
 }
 
-fn write_request(conn: &mut Conn, req: &WireRequest) -> io::Result<()> {
-    conn.write_all(&req.buf)?;
+fn write_request(conn: &mut Conn, req: &WireRequest) -> Result<(), ExchangeError> {
+    conn.write_all(&req.buf).map_err(write_error)?;
     if let Some(b) = &req.body {
-        conn.write_all(b)?;
+        conn.write_all(b).map_err(write_error)?;
+    }
+    if let Some(stream) = req.stream.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+        write_stream(conn, stream)?;
     }
     Ok(())
+}
+
+fn write_error(e: io::Error) -> ExchangeError {
+    if is_timeout(&e) {
+        ExchangeError::Fail(read_timeout_failure())
+    } else {
+        ExchangeError::NoResponse(e)
+    }
+}
+
+/// Send a streamed body as its pieces come: as they are when it has a declared length (which they
+/// must match exactly: more or fewer bytes would leave the server reading the wrong request), else each
+/// as one chunk, then the last chunk.
+fn write_stream(conn: &mut Conn, stream: &mut BodyStream) -> Result<(), ExchangeError> {
+    let mut sent: u64 = 0;
+    let mut framed = Vec::new();
+    while let Some(piece) = (stream.next)().map_err(ExchangeError::Fail)? {
+        if piece.is_empty() {
+            continue;
+        }
+        sent += piece.len() as u64;
+        match stream.length {
+            Some(n) if sent > n => {
+                return Err(fail(ErrKind::Request, format!("the request body is longer than its Content-Length ({n} bytes)")))
+            }
+            Some(_) => conn.write_all(&piece).map_err(write_error)?,
+            None => {
+                framed.clear();
+                framed.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+                framed.extend_from_slice(&piece);
+                framed.extend_from_slice(b"\r\n");
+                conn.write_all(&framed).map_err(write_error)?;
+            }
+        }
+    }
+    match stream.length {
+        Some(n) if sent != n => Err(fail(
+            ErrKind::Request,
+            format!("the request body ended after {sent} of the {n} bytes its Content-Length announced"),
+        )),
+        Some(_) => Ok(()),
+        None => conn.write_all(b"0\r\n\r\n").map_err(write_error),
+    }
 }
 
 /// At least 4 KiB of spare capacity for the next read (growing geometrically).
@@ -584,9 +661,7 @@ fn exchange(
 ) -> Result<(Answer, bool), ExchangeError> {
     conn.set_read_timeout(read_timeout)
         .map_err(|e| fail(ErrKind::Connection, format!("connection error: {e}")))?;
-    if let Err(e) = write_request(conn, req) {
-        return Err(if is_timeout(&e) { ExchangeError::Fail(read_timeout_failure()) } else { ExchangeError::NoResponse(e) });
-    }
+    write_request(conn, req)?;
     let written = Instant::now();
     let mut buf = std::mem::take(&mut conn.buf);
     buf.clear();

@@ -415,6 +415,43 @@ fn bytes_from_py(b: &Bound<'_, PyBytes>) -> Bytes {
     Bytes::from_owner(PyBytesOwner { ptr: slice.as_ptr(), len: slice.len(), _obj: b.clone().unbind() })
 }
 
+/// A request body as the Python layer hands it over: bytes, or a function returning the next piece
+/// (bytes; None at the end) of a file or iterable that is read while it is sent.
+enum PyBody {
+    Bytes(Bytes),
+    Stream(Py<PyAny>),
+}
+
+fn py_body(body: Option<&Bound<'_, PyAny>>) -> PyResult<Option<PyBody>> {
+    let Some(b) = body.filter(|b| !b.is_none()) else { return Ok(None) };
+    if let Ok(bytes) = b.cast::<PyBytes>() {
+        return Ok(Some(PyBody::Bytes(bytes_from_py(bytes))));
+    }
+    if b.is_callable() {
+        return Ok(Some(PyBody::Stream(b.clone().unbind())));
+    }
+    Err(PyValueError::new_err("body must be bytes, or a function returning its next piece as bytes (None at the end)"))
+}
+
+fn next_piece(py: Python<'_>, f: &Py<PyAny>) -> PyResult<Option<Bytes>> {
+    let piece = f.bind(py).call0()?;
+    if piece.is_none() {
+        return Ok(None);
+    }
+    let bytes = piece
+        .cast::<PyBytes>()
+        .map_err(|_| pyo3::exceptions::PyTypeError::new_err("a piece of a streamed body must be bytes"))?;
+    Ok(Some(bytes_from_py(bytes)))
+}
+
+fn drain_pieces(py: Python<'_>, f: &Py<PyAny>) -> PyResult<Bytes> {
+    let mut out = Vec::new();
+    while let Some(piece) = next_piece(py, f)? {
+        out.extend_from_slice(&piece);
+    }
+    Ok(Bytes::from(out))
+}
+
 struct Prepared {
     /// measure the stages of this request (client metrics on)
     timing: bool,
@@ -1098,11 +1135,11 @@ impl Client {
                 }
             })?;
         }
-        if let Some(b) = body {
-            if !b.is_none() {
-                let bytes = b.cast::<PyBytes>().map_err(|_| PyValueError::new_err("body must be bytes"))?;
-                *request.body_mut() = Some(reqwest::Body::from(bytes_from_py(bytes)));
-            }
+        match py_body(body)? {
+            None => {}
+            Some(PyBody::Bytes(b)) => *request.body_mut() = Some(reqwest::Body::from(b)),
+            // reqwest sends it from its runtime's thread, which must not call into Python: read here
+            Some(PyBody::Stream(f)) => *request.body_mut() = Some(reqwest::Body::from(drain_pieces(py, &f)?)),
         }
         let limits = self.inner.direct.limits;
         Ok(Prepared { client, request, total, stream, via_proxy, timing, limits, connect, read })
@@ -1190,22 +1227,41 @@ impl Client {
         } else if !self.inner.direct_used.load(std::sync::atomic::Ordering::Relaxed) {
             self.inner.direct_used.store(true, std::sync::atomic::Ordering::Relaxed);
         }
-        let body = match body {
-            Some(b) if !b.is_none() => {
-                Some(bytes_from_py(b.cast::<PyBytes>().map_err(|_| PyValueError::new_err("body must be bytes"))?))
-            }
-            _ => None,
+        let body = py_body(body)?;
+        let inline_len = match &body {
+            Some(PyBody::Bytes(b)) => b.len(),
+            _ => 0,
         };
-        let mut wire = direct::WireRequest::new(m.as_str(), &parsed, body.as_ref().map_or(0, |b| b.len()));
+        let mut wire = direct::WireRequest::new(m.as_str(), &parsed, inline_len);
         let mut seen = direct::Seen::default();
+        let mut declared: Option<u64> = None;
         if let Some(h) = headers {
             each_header(py, h, |name, value| {
+                if name.eq_ignore_ascii_case("content-length") {
+                    declared = std::str::from_utf8(value).ok().and_then(|v| v.trim().parse().ok());
+                }
                 wire.header(name.as_bytes(), value);
                 seen.note(name.as_bytes());
                 Ok(())
             })?;
         }
-        wire.finish(&parsed, seen, body);
+        // the exception a streamed body's reader raised, to be raised as it is
+        let body_error: Arc<Mutex<Option<PyErr>>> = Arc::default();
+        match body {
+            None => wire.finish(&parsed, seen, None),
+            Some(PyBody::Bytes(b)) => wire.finish(&parsed, seen, Some(b)),
+            Some(PyBody::Stream(f)) => {
+                let slot = body_error.clone();
+                let next = Box::new(move || {
+                    Python::attach(|py| next_piece(py, &f)).map_err(|e| {
+                        let msg = format!("reading the request body failed: {e}");
+                        *slot.lock().unwrap() = Some(e);
+                        Failure::new(ErrKind::Request, msg)
+                    })
+                });
+                wire.finish_streamed(&parsed, seen, direct::BodyStream { next, length: declared });
+            }
+        }
         let connect = connect_ms.map(Duration::from_millis);
         let read = read_ms.map(Duration::from_millis);
         let pool = &self.inner.direct;
@@ -1221,7 +1277,10 @@ impl Client {
                 via_proxy: false,
                 timings,
             }),
-            Err(f) => Err(f.with_timings(timings).into_pyerr(py)),
+            Err(f) => match body_error.lock().unwrap().take() {
+                Some(e) => Err(e),
+                None => Err(f.with_timings(timings).into_pyerr(py)),
+            },
         }
     }
 }

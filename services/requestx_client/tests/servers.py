@@ -56,18 +56,32 @@ class Handler(BaseHTTPRequestHandler):
 
     # --- helpers ---
     def _body(self) -> bytes:
-        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():  # a streamed upload
-            parts = []
-            while True:
-                size = int(self.rfile.readline().split(b";")[0], 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):  # trailers
-                        pass
-                    return b"".join(parts)
-                parts.append(self.rfile.read(size))
+        return b"".join(self._body_pieces())
+
+    def _body_pieces(self):
+        """The request body in pieces as they are read, either framing."""
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            while (size := int(self.rfile.readline().split(b";")[0], 16)) > 0:
+                yield self.rfile.read(size)
                 self.rfile.readline()
-        n = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(n) if n else b""
+            while self.rfile.readline() not in (b"\r\n", b"\n", b""):  # trailers
+                pass
+            return
+        left = int(self.headers.get("Content-Length") or 0)
+        while left > 0:
+            piece = self.rfile.read(min(left, 65536))
+            if not piece:
+                return
+            left -= len(piece)
+            yield piece
+
+    def _upload_digest(self):
+        digest, size = hashlib.sha256(), 0
+        for piece in self._body_pieces():
+            digest.update(piece)
+            size += len(piece)
+        framing = "chunked" if "Transfer-Encoding" in self.headers else "length"
+        self.send_json({"size": size, "sha256": digest.hexdigest(), "framing": framing})
 
     def send(self, status=200, body=b"", headers=(), content_type="application/json"):
         self.send_response(status)
@@ -108,6 +122,8 @@ class Handler(BaseHTTPRequestHandler):
         name = seg[0]
         if name in ("", "echo", "get", "post", "anything"):
             return self._echo()
+        if name == "upload-digest":  # a large upload's size, SHA-256 and framing, read in pieces (not kept)
+            return self._upload_digest()
         if name == "status":
             code = int(seg[1])
             if code in (204, 304):
