@@ -13,7 +13,7 @@ mod conn;
 use std::collections::HashMap;
 use std::io::{self, Read};
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -268,11 +268,29 @@ impl HostIdle {
 }
 
 struct Idle {
-    /// the process these connections belong to: a forked child must not share its parent's sockets
-    pid: u32,
+    /// the fork generation these connections belong to: a forked child must not share its parent's sockets
+    generation: u64,
     hosts: HashMap<String, Vec<HostIdle>>,
     count_hosts: usize,
     last_reap: Instant,
+}
+
+/// How many forks separate this process from the one that first used the direct path (a
+/// `pthread_atfork` handler adds one in each child). Compared on every checkout and checkin instead of
+/// the process id: `getpid` is a system call each time.
+static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn note_fork_in_child() {
+    FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
+}
+
+fn fork_generation() -> u64 {
+    static HANDLER: std::sync::Once = std::sync::Once::new();
+    HANDLER.call_once(|| {
+        // SAFETY: registers a handler that only increments an atomic, which is async-signal-safe
+        unsafe { libc::pthread_atfork(None, None, Some(note_fork_in_child)) };
+    });
+    FORK_GENERATION.load(Ordering::Relaxed)
 }
 
 pub struct Pool {
@@ -284,7 +302,8 @@ pub struct Pool {
 
 impl Pool {
     pub fn new(max_idle_per_host: usize, idle_timeout: Option<Duration>, limits: Limits) -> Pool {
-        let idle = Idle { pid: std::process::id(), hosts: HashMap::new(), count_hosts: 0, last_reap: Instant::now() };
+        let generation = fork_generation();
+        let idle = Idle { generation, hosts: HashMap::new(), count_hosts: 0, last_reap: Instant::now() };
         Pool { idle: Mutex::new(idle), max_idle_per_host, idle_timeout, limits }
     }
 
@@ -292,9 +311,9 @@ impl Pool {
     /// a descriptor leaves the parent's socket open; it is never shut down from here).
     fn lock(&self) -> std::sync::MutexGuard<'_, Idle> {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        let pid = std::process::id();
-        if idle.pid != pid {
-            idle.pid = pid;
+        let generation = fork_generation();
+        if idle.generation != generation {
+            idle.generation = generation;
             idle.hosts.clear();
             idle.count_hosts = 0;
         }
