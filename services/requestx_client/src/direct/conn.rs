@@ -93,10 +93,26 @@ impl Conn {
 
     /// Receive into `buf`'s spare capacity (at most `max` bytes; `flags` for the socket, e.g.
     /// `MSG_DONTWAIT`) and extend its length by what came. Ok(0) is the end of the stream.
+    ///
+    /// A blocking receive ends with a timeout only once the whole read timeout has passed: the kernel
+    /// counts `SO_RCVTIMEO` in scheduler ticks and may give up up to one tick (4 ms at 250 Hz) early, so
+    /// an early one waits again for what is left.
     pub fn recv(&mut self, buf: &mut Vec<u8>, max: usize, flags: libc::c_int) -> io::Result<usize> {
-        match &mut self.tls {
-            None => recv_into(self.stream.as_raw_fd(), buf, max, flags),
-            Some(tls) => tls_recv(tls, &mut self.stream, buf, max, flags),
+        let timeout = self.read_timeout.filter(|_| flags & libc::MSG_DONTWAIT == 0);
+        let started = timeout.map(|_| Instant::now());
+        loop {
+            let res = match &mut self.tls {
+                None => recv_into(self.stream.as_raw_fd(), buf, max, flags),
+                Some(tls) => tls_recv(tls, &mut self.stream, buf, max, flags),
+            };
+            let (Some(t), Some(s)) = (timeout, started) else { return res };
+            let left = t.saturating_sub(s.elapsed());
+            if !matches!(&res, Err(e) if is_timeout(e)) || left.is_zero() {
+                self.set_read_timeout(Some(t))?; // after a shortened wait, the next receive gets all of it
+                return res;
+            }
+            // wait out the rest (at least a millisecond: a zero timeout would mean none)
+            self.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
         }
     }
 
