@@ -5,6 +5,11 @@ evicted all along — what a crawler does.
 
     python bench/bench_memory.py --n 1000000 --every 100000
     python bench/bench_memory.py --n 1000000 --every 100000 --hosts 1000
+    python bench/bench_memory.py --url https://127.0.0.1:18443/ --cacert ca.pem --n 200000 --every 20000 --hosts 1000
+
+Over https (`bench/nginx.py --any-loopback --tls-port 18443 --ca-out ca.pem`: its certificate names every
+address used here) with more hosts than the pools and the TLS session cache keep, each request makes a
+new connection with a full handshake.
 """
 
 from __future__ import annotations
@@ -49,9 +54,12 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--every", type=int, default=100_000)
     ap.add_argument("--hosts", type=int, default=1, help="distinct loopback addresses, round-robin")
+    ap.add_argument("--cacert", help="CA certificate (PEM) an https --url is verified against")
     args = ap.parse_args()
     urls = loopback_urls(args.url, args.hosts) if args.hosts > 1 else [args.url]
     s = requestx_client.Session()
+    if args.cacert:
+        s.verify = args.cacert
     t0 = time.perf_counter()
     report(0, t0)
     for i in range(1, args.n + 1):

@@ -61,10 +61,15 @@ TLS_SERVER = """    server {{
 """
 
 
-def make_cert(root: str, ca_out: str) -> None:
+# the loopback addresses bench_memory.py --hosts spreads requests over (127.0.x.y, y from 1 to 254)
+LOOPBACK_NAMES = [f"127.0.{i // 254}.{i % 254 + 1}" for i in range(4 * 254)]
+
+
+def make_cert(root: str, ca_out: str, any_loopback: bool) -> None:
     import trustme
     ca = trustme.CA()
-    cert = ca.issue_cert("127.0.0.1", "localhost")
+    names = ["localhost"] + (LOOPBACK_NAMES if any_loopback else ["127.0.0.1"])
+    cert = ca.issue_cert(*names)
     cert.private_key_pem.write_to_path(os.path.join(root, "key.pem"))
     cert.cert_chain_pems[0].write_to_path(os.path.join(root, "cert.pem"))
     ca.cert_pem.write_to_path(ca_out)
@@ -101,7 +106,7 @@ def main() -> int:
         listen, allow = ("0.0.0.0", "allow 127.0.0.0/8; deny all;") if args.any_loopback else ("127.0.0.1", "")
         tls = ""
         if args.tls_port:
-            make_cert(root, args.ca_out)
+            make_cert(root, args.ca_out, args.any_loopback)
             tls = TLS_SERVER.format(root=root, port=args.tls_port, listen=listen)
         f.write(CONF.format(root=root, port=args.port, listen=listen, allow=allow, tls=tls))
     cmd = ["taskset", "-c", str(args.cpu), nginx, "-c", conf, "-p", root]
