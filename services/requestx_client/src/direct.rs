@@ -11,7 +11,7 @@
 mod conn;
 
 use std::collections::HashMap;
-use std::io::{self, Read};
+use std::io;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -185,7 +185,7 @@ impl WireRequest {
             self.put(b"Accept", b"*/*");
         }
         if !seen.accept_encoding {
-            self.put(b"Accept-Encoding", b"gzip, deflate, br, zstd");
+            self.put(b"Accept-Encoding", crate::decode::ACCEPT_ENCODING.as_bytes());
         }
     }
 }
@@ -712,7 +712,7 @@ fn exchange(
         tm.transfer = Some(first_byte.elapsed());
     }
     let mut headers = head.headers;
-    let body = decode(&mut headers, raw, limits.max_decoded, timings).map_err(ExchangeError::Fail)?;
+    let body = crate::decode::decode(&mut headers, raw, limits.max_decoded, timings).map_err(ExchangeError::Fail)?;
     Ok((Answer { status: head.status, version: head.version, headers, body }, keep))
 }
 
@@ -971,45 +971,3 @@ fn last_token_is(v: &[u8], tok: &[u8]) -> bool {
     tokens(v).filter(|t| !t.is_empty()).last().is_some_and(|t| t.eq_ignore_ascii_case(tok))
 }
 
-/// Decode a gzip/deflate/br/zstd body as reqwest does (the Content-Encoding and Content-Length
-/// headers are then dropped, since they describe the bytes on the wire). The decoding is timed
-/// into `timings.decode` when there is one and something was decoded.
-fn decode(headers: &mut HeaderMap, raw: Bytes, limit: Option<usize>, timings: Option<&mut Timings>) -> Result<Bytes, Failure> {
-    let enc = match headers.get(reqwest::header::CONTENT_ENCODING) {
-        None => return Ok(raw),
-        Some(v) => v.as_bytes().trim_ascii().to_ascii_lowercase(),
-    };
-    if headers.get_all(reqwest::header::CONTENT_ENCODING).iter().count() > 1 || raw.is_empty() {
-        return Ok(raw);
-    }
-    let start = timings.as_ref().map(|_| Instant::now());
-    let max = limit.unwrap_or(usize::MAX);
-    let mut out = Vec::with_capacity(raw.len().saturating_mul(4).min(max).min(PREALLOC_MAX));
-    // one byte past the limit is read, to tell "exactly the limit" from "more"
-    let cap = (max as u64).saturating_add(1);
-    let res = match enc.as_slice() {
-        b"gzip" | b"x-gzip" => flate2::read::MultiGzDecoder::new(&raw[..]).take(cap).read_to_end(&mut out),
-        b"deflate" => flate2::read::ZlibDecoder::new(&raw[..]).take(cap).read_to_end(&mut out),
-        b"br" => brotli::Decompressor::new(&raw[..], 8192).take(cap).read_to_end(&mut out),
-        b"zstd" => zstd::stream::read::Decoder::new(&raw[..]).and_then(|d| d.take(cap).read_to_end(&mut out)),
-        _ => return Ok(raw),
-    };
-    if out.len() > max {
-        return Err(Failure::new(
-            ErrKind::ContentDecoding,
-            format!("decoded response body larger than the limit of {max} bytes (decompression bomb?)"),
-        ));
-    }
-    if let Err(e) = res {
-        return Err(Failure::new(
-            ErrKind::ContentDecoding,
-            format!("error decoding response body: {} decoding failed: {e}", String::from_utf8_lossy(&enc)),
-        ));
-    }
-    if let (Some(tm), Some(start)) = (timings, start) {
-        tm.decode = Some(start.elapsed());
-    }
-    headers.remove(reqwest::header::CONTENT_ENCODING);
-    headers.remove(reqwest::header::CONTENT_LENGTH);
-    Ok(Bytes::from(out))
-}

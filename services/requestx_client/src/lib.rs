@@ -15,6 +15,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
+mod decode;
 mod direct;
 mod json;
 mod timeouts;
@@ -109,6 +110,15 @@ struct Failure {
     /// the stages seen before the failure, when the request asked for timings
     timings: Option<Box<timing::Timings>>,
 }
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.msg)
+    }
+}
+
+/// So that a failure can travel inside an `io::Error` (a streamed body's reader).
+impl std::error::Error for Failure {}
 
 impl Failure {
     fn new(kind: ErrKind, msg: impl Into<String>) -> Self {
@@ -499,8 +509,45 @@ fn parse_url(url: &str) -> Result<reqwest::Url, Failure> {
 
 enum BodyState {
     Full(Bytes),
-    Streaming { resp: reqwest::Response, pending: Bytes, read: Option<Duration> },
+    /// read as the caller asks: the wire's bytes (`ChunkSource`), decoded when the body is encoded
+    Streaming(Box<dyn std::io::Read + Send>, Option<decode::Coding>),
     Done,
+}
+
+/// A streamed body's bytes as reqwest delivers them, read from the calling thread (never from the
+/// runtime's), each wait at most `read`. Its failures travel inside `io::Error` (see `read_failure`).
+struct ChunkSource {
+    resp: reqwest::Response,
+    pending: Bytes,
+    read: Option<Duration>,
+    via_proxy: bool,
+}
+
+impl std::io::Read for ChunkSource {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while self.pending.is_empty() {
+            match runtime().block_on(next_chunk(&mut self.resp, self.read, self.via_proxy)) {
+                Ok(Some(c)) => self.pending = c,
+                Ok(None) => return Ok(0),
+                Err(f) => return Err(std::io::Error::other(f)),
+            }
+        }
+        let n = out.len().min(self.pending.len());
+        out[..n].copy_from_slice(&self.pending.split_to(n));
+        Ok(n)
+    }
+}
+
+/// The failure behind a streamed body's read error: the source's own (carried in the `io::Error`),
+/// else the decoder's.
+fn read_failure(e: std::io::Error, coding: Option<decode::Coding>) -> Failure {
+    if let Some(f) = e.get_ref().and_then(|inner| inner.downcast_ref::<Failure>()) {
+        return Failure::new(f.kind, f.msg.clone());
+    }
+    match coding {
+        Some(c) => c.failure(&e),
+        None => Failure::new(ErrKind::ChunkedEncoding, format!("error reading a body from connection: {e}")),
+    }
 }
 
 #[pyclass(frozen, module = "requestx_client._native")]
@@ -514,7 +561,6 @@ struct NativeResponse {
     headers: HeaderMap,
     body: Mutex<BodyState>,
     content: PyOnceLock<Py<PyBytes>>,
-    via_proxy: bool,
     timings: Option<timing::Timings>,
 }
 
@@ -542,7 +588,6 @@ struct Done {
     version: &'static str,
     headers: HeaderMap,
     body: BodyState,
-    via_proxy: bool,
     timings: Option<timing::Timings>,
 }
 
@@ -555,29 +600,24 @@ impl Done {
             headers: self.headers,
             body: Mutex::new(self.body),
             content: PyOnceLock::new(),
-            via_proxy: self.via_proxy,
             timings: self.timings,
         }
     }
 }
 
-/// A whole response body from reqwest, which has already decoded it: with a limit, refused as soon as
-/// it passes the smaller of `max_body` and `max_decoded` (reqwest shows only the decoded bytes, so both
-/// limits apply to them here; a streamed body is bounded by its reader instead).
+/// A whole response body from reqwest, as sent (before decoding, which `decode::decode` does after):
+/// with `max_body`, refused as soon as it passes it (an announced Content-Length past it, at once).
 async fn collect_body(
     mut resp: reqwest::Response,
-    limits: &direct::Limits,
+    max_body: Option<usize>,
     read: Option<Duration>,
     via_proxy: bool,
 ) -> Result<Bytes, Failure> {
-    let (max, kind) = match (limits.max_body, limits.max_decoded) {
-        (None, None) if read.is_none() => return resp.bytes().await.map_err(|e| classify(e, Phase::Body, via_proxy)),
-        (None, None) => (usize::MAX, ErrKind::Request),
-        (Some(b), Some(d)) if b < d => (b, ErrKind::Request),
-        (Some(b), None) => (b, ErrKind::Request),
-        (_, Some(d)) => (d, ErrKind::ContentDecoding),
-    };
-    let over = || Failure::new(kind, format!("response body larger than the limit of {max} bytes"));
+    if max_body.is_none() && read.is_none() {
+        return resp.bytes().await.map_err(|e| classify(e, Phase::Body, via_proxy));
+    }
+    let max = max_body.unwrap_or(usize::MAX);
+    let over = || Failure::new(ErrKind::Request, format!("response body larger than the limit of {max} bytes"));
     if resp.content_length().is_some_and(|n| n > max as u64) {
         return Err(over());
     }
@@ -631,17 +671,24 @@ async fn execute_inner(p: Prepared, probe: Option<Arc<timing::Probe>>) -> Result
         let status = resp.status().as_u16();
         let url = resp.url().as_str().to_owned();
         let version = version_str(resp.version());
-        let headers = std::mem::take(resp.headers_mut());
+        let mut headers = std::mem::take(resp.headers_mut());
         let body = if stream {
-            BodyState::Streaming { resp, pending: Bytes::new(), read }
+            let source = ChunkSource { resp, pending: Bytes::new(), read, via_proxy };
+            match decode::coding(&headers) {
+                Some(c) => {
+                    decode::strip_headers(&mut headers);
+                    BodyState::Streaming(Box::new(decode::Decoding::new(c, source)), Some(c))
+                }
+                None => BodyState::Streaming(Box::new(source), None),
+            }
         } else {
-            let b = collect_body(resp, &limits, read, via_proxy).await?;
+            let raw = collect_body(resp, limits.max_body, read, via_proxy).await?;
             if let Some(p) = &probe {
                 p.body();
             }
-            BodyState::Full(b)
+            BodyState::Full(decode::decode(&mut headers, raw, limits.max_decoded, None)?)
         };
-        Ok(Done { status, url, version, headers, body, via_proxy, timings: None })
+        Ok(Done { status, url, version, headers, body, timings: None })
     };
     match total {
         None => work.await,
@@ -698,7 +745,7 @@ impl NativeResponse {
 
     /// Whether the whole body has been read into memory.
     fn is_consumed(&self) -> bool {
-        !matches!(*self.body.lock().unwrap(), BodyState::Streaming { .. })
+        !matches!(*self.body.lock().unwrap(), BodyState::Streaming(..))
     }
 
     /// Read the rest of the body (GIL released) and return it as bytes; cached.
@@ -759,7 +806,6 @@ impl NativeResponse {
     #[pyo3(signature = (size=None))]
     fn read_chunk<'py>(&self, py: Python<'py>, size: Option<usize>) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let size = size.filter(|s| *s > 0);
-        let via_proxy = self.via_proxy;
         let res: Result<Option<Bytes>, Failure> = py.detach(|| {
             let mut state = self.body.lock().unwrap();
             match &mut *state {
@@ -772,22 +818,30 @@ impl NativeResponse {
                     let n = size.unwrap_or(b.len()).min(b.len());
                     Ok(Some(b.split_to(n)))
                 }
-                BodyState::Streaming { resp, pending, read } => {
-                    if pending.is_empty() {
-                        match runtime().block_on(next_chunk(resp, *read, via_proxy)) {
-                            Ok(Some(c)) => *pending = c,
-                            Ok(None) => {
-                                *state = BodyState::Done;
-                                return Ok(None);
-                            }
-                            Err(f) => {
-                                *state = BodyState::Done;
-                                return Err(f);
-                            }
+                BodyState::Streaming(reader, coding) => {
+                    // what one read gives: at most `size` bytes, as they arrive
+                    let mut piece = vec![0u8; size.unwrap_or(STREAM_PIECE)];
+                    let got = loop {
+                        match reader.read(&mut piece) {
+                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                            res => break res,
+                        }
+                    };
+                    match got {
+                        Ok(0) => {
+                            *state = BodyState::Done;
+                            Ok(None)
+                        }
+                        Ok(n) => {
+                            piece.truncate(n);
+                            Ok(Some(Bytes::from(piece)))
+                        }
+                        Err(e) => {
+                            let f = read_failure(e, *coding);
+                            *state = BodyState::Done;
+                            Err(f)
                         }
                     }
-                    let n = size.unwrap_or(pending.len()).min(pending.len());
-                    Ok(Some(pending.split_to(n)))
                 }
             }
         });
@@ -801,7 +855,7 @@ impl NativeResponse {
     /// Drop a streamed body without reading it (the connection is not reused).
     fn close(&self) {
         let mut state = self.body.lock().unwrap();
-        if matches!(*state, BodyState::Streaming { .. }) {
+        if matches!(*state, BodyState::Streaming(..)) {
             *state = BodyState::Done;
         }
     }
@@ -809,7 +863,6 @@ impl NativeResponse {
 
 impl NativeResponse {
     fn read_all(&self, py: Python<'_>) -> PyResult<Bytes> {
-        let via_proxy = self.via_proxy;
         let res: Result<Bytes, Failure> = py.detach(|| {
             let mut state = self.body.lock().unwrap();
             match std::mem::replace(&mut *state, BodyState::Done) {
@@ -821,16 +874,10 @@ impl NativeResponse {
                     ErrKind::Request,
                     "the response body was already consumed by iter_content()/close()",
                 )),
-                BodyState::Streaming { resp, pending, read } => {
-                    let rest = runtime().block_on(collect_body(resp, &direct::Limits::default(), read, via_proxy))?;
-                    let all = if pending.is_empty() {
-                        rest
-                    } else {
-                        let mut v = Vec::with_capacity(pending.len() + rest.len());
-                        v.extend_from_slice(&pending);
-                        v.extend_from_slice(&rest);
-                        Bytes::from(v)
-                    };
+                BodyState::Streaming(mut reader, coding) => {
+                    let mut all = Vec::new();
+                    reader.read_to_end(&mut all).map_err(|e| read_failure(e, coding))?;
+                    let all = Bytes::from(all);
                     *state = BodyState::Full(all.clone());
                     Ok(all)
                 }
@@ -839,6 +886,9 @@ impl NativeResponse {
         res.map_err(|f| f.into_pyerr(py))
     }
 }
+
+/// Bytes a streamed body's read gives at most when the caller names no size.
+const STREAM_PIECE: usize = 64 * 1024;
 
 /// Bodies at least this large are parsed with the interpreter lock released.
 const JSON_DETACH_MIN: usize = 32 * 1024;
@@ -1135,6 +1185,12 @@ impl Client {
                 }
             })?;
         }
+        // reqwest's own decompression is off (src/decode.rs decodes): the codings are offered here
+        if !request.headers().contains_key(reqwest::header::ACCEPT_ENCODING) {
+            request
+                .headers_mut()
+                .insert(reqwest::header::ACCEPT_ENCODING, HeaderValue::from_static(decode::ACCEPT_ENCODING));
+        }
         match py_body(body)? {
             None => {}
             Some(PyBody::Bytes(b)) => *request.body_mut() = Some(reqwest::Body::from(b)),
@@ -1274,7 +1330,6 @@ impl Client {
                 headers: a.headers,
                 body: Mutex::new(BodyState::Full(a.body)),
                 content: PyOnceLock::new(),
-                via_proxy: false,
                 timings,
             }),
             Err(f) => match body_error.lock().unwrap().take() {

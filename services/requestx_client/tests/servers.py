@@ -307,7 +307,8 @@ class Server:
 class RawServer:
     """A one-connection-at-a-time HTTP/1.1 server on a raw socket. `answer(conn_no, req_no, head)`
     returns the bytes to send for the req_no-th request (0-based) of the conn_no-th connection, a
-    1-tuple (bytes,) to send them and then close the connection, or None to close it without answering.
+    1-tuple (bytes,) to send them and then close the connection, a list of bytes to send piece by piece
+    (each its own segment, 2 ms apart), or None to close it without answering.
     With `tls_context`, each connection is TLS (closed without close_notify, as a crashing server would)."""
 
     def __init__(self, answer, tls_context: ssl.SSLContext | None = None):
@@ -373,6 +374,12 @@ class RawServer:
                     conn.sendall(out[0])
                     conn.shutdown(socket.SHUT_RDWR)
                     return
+                if isinstance(out, list):
+                    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    for piece in out:
+                        conn.sendall(piece)
+                        time.sleep(0.002)
+                    continue
                 conn.sendall(out)
 
 
