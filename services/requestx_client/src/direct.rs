@@ -559,7 +559,7 @@ fn fill(conn: &mut Conn, buf: &mut Vec<u8>) -> io::Result<usize> {
 /// budget in CPU when the answer is slow. Polling happens only while this is the one request in
 /// flight on the direct path (with several, the other threads have work for the core), and only on a
 /// connection whose last answer came within QUICK_FACTOR budgets (a remote server's answers take
-/// longer, and polling for them would only burn the budget).
+/// longer, and polling for them would only burn the budget), except one answer in REPROBE_EVERY.
 pub const SPIN_ENV: &str = "REQUESTX_CLIENT_SPIN_US";
 const SPIN_DEFAULT_US: u64 = 50;
 const SPIN_MAX_US: u64 = 10_000;
@@ -584,6 +584,11 @@ pub fn spin_budget() -> Duration {
 /// A connection is polled while its last answer came within this many polling budgets (50 us x 8 =
 /// 400 us: a server on this machine or next to it, not one a millisecond away).
 const QUICK_FACTOR: u32 = 8;
+/// A connection whose answers come late is still polled for one answer in this many: unpolled, each
+/// answer also waits for the thread's wake-up, which on a busy VM alone can pass the threshold and
+/// would keep a quick server's connection unpolled for good. Against a slow server this costs at
+/// most one budget per REPROBE_EVERY requests (under 1 us a request at the defaults).
+const REPROBE_EVERY: u32 = 64;
 
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 
@@ -739,7 +744,8 @@ fn read_head(conn: &mut Conn, req: &WireRequest, buf: &mut Vec<u8>, written: Ins
                 continue;
             }
         }
-        let polled = if buf.is_empty() && conn.quick { spin_fill(conn, buf) } else { None };
+        let poll = conn.slow_answers % REPROBE_EVERY == 0;
+        let polled = if buf.is_empty() && poll { spin_fill(conn, buf) } else { None };
         match polled.unwrap_or_else(|| fill(conn, buf)) {
             Ok(0) if buf.is_empty() && interim == 0 => {
                 return Err(ExchangeError::NoResponse(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed")))
@@ -751,7 +757,11 @@ fn read_head(conn: &mut Conn, req: &WireRequest, buf: &mut Vec<u8>, written: Ins
                     first_byte = Some(now);
                     // a sleeping thread's wake-up adds tens of microseconds on a VM: an answer counts
                     // as quick well past the budget itself, so that not polling does not keep it slow
-                    conn.quick = now - written <= spin_budget() * QUICK_FACTOR;
+                    conn.slow_answers = if now - written <= spin_budget() * QUICK_FACTOR {
+                        0
+                    } else {
+                        conn.slow_answers.wrapping_add(1).max(1)
+                    };
                 }
             }
             Err(e) if is_timeout(&e) => return Err(ExchangeError::Fail(read_timeout_failure())),

@@ -33,8 +33,8 @@ pub(super) struct Conn {
     /// bytes read past the end of the previous response (none for a well-behaved server)
     pub buf: Vec<u8>,
     pub idle_since: Instant,
-    /// this connection's last answer came within the polling budget: poll for the next one
-    pub quick: bool,
+    /// answers in a row on this connection that came later than polling is for (0: the last was quick)
+    pub slow_answers: u32,
 }
 
 /// Plaintext is taken from rustls in pieces of at most this size (one TLS record's worth).
@@ -217,7 +217,7 @@ pub(super) fn connect(t: &Target, timeout: Option<Duration>, timings: Option<&mu
     let stream = tcp_connect(t, deadline)?;
     let _ = stream.set_nodelay(true);
     let mut conn =
-        Conn { stream, tls: None, read_timeout: None, buf: Vec::new(), idle_since: Instant::now(), quick: true };
+        Conn { stream, tls: None, read_timeout: None, buf: Vec::new(), idle_since: Instant::now(), slow_answers: 0 };
     let Some(setting) = &t.tls else {
         if let (Some(tm), Some(s)) = (timings, start) {
             tm.connect = Some(s.elapsed());
