@@ -54,7 +54,8 @@ impl Conn {
     }
 
     /// A pooled connection the server has already closed (or sent unexpected bytes on) is useless.
-    /// Over TLS any byte counts too: after a complete answer it can only be an alert (close_notify).
+    /// Over TLS any byte counts too: after a complete answer it is almost always an alert
+    /// (close_notify); anything else (a late session ticket) only costs a new connection.
     pub fn looks_closed(&self) -> bool {
         let mut b = [0u8; 1];
         // SAFETY: recv into a 1-byte stack buffer on a socket we own
