@@ -15,6 +15,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
+mod body;
 mod decode;
 mod direct;
 mod json;
@@ -423,43 +424,6 @@ fn bytes_from_py(b: &Bound<'_, PyBytes>) -> Bytes {
         return Bytes::copy_from_slice(slice);
     }
     Bytes::from_owner(PyBytesOwner { ptr: slice.as_ptr(), len: slice.len(), _obj: b.clone().unbind() })
-}
-
-/// A request body as the Python layer hands it over: bytes, or a function returning the next piece
-/// (bytes; None at the end) of a file or iterable that is read while it is sent.
-enum PyBody {
-    Bytes(Bytes),
-    Stream(Py<PyAny>),
-}
-
-fn py_body(body: Option<&Bound<'_, PyAny>>) -> PyResult<Option<PyBody>> {
-    let Some(b) = body.filter(|b| !b.is_none()) else { return Ok(None) };
-    if let Ok(bytes) = b.cast::<PyBytes>() {
-        return Ok(Some(PyBody::Bytes(bytes_from_py(bytes))));
-    }
-    if b.is_callable() {
-        return Ok(Some(PyBody::Stream(b.clone().unbind())));
-    }
-    Err(PyValueError::new_err("body must be bytes, or a function returning its next piece as bytes (None at the end)"))
-}
-
-fn next_piece(py: Python<'_>, f: &Py<PyAny>) -> PyResult<Option<Bytes>> {
-    let piece = f.bind(py).call0()?;
-    if piece.is_none() {
-        return Ok(None);
-    }
-    let bytes = piece
-        .cast::<PyBytes>()
-        .map_err(|_| pyo3::exceptions::PyTypeError::new_err("a piece of a streamed body must be bytes"))?;
-    Ok(Some(bytes_from_py(bytes)))
-}
-
-fn drain_pieces(py: Python<'_>, f: &Py<PyAny>) -> PyResult<Bytes> {
-    let mut out = Vec::new();
-    while let Some(piece) = next_piece(py, f)? {
-        out.extend_from_slice(&piece);
-    }
-    Ok(Bytes::from(out))
 }
 
 struct Prepared {
@@ -1024,11 +988,30 @@ impl Client {
                 );
             }
         }
+        // a streamed body goes through a channel this thread fills while the request runs
+        let (req_body, source) = match body::py_body(body)? {
+            None => (None, None),
+            Some(body::PyBody::Bytes(b)) => (Some(reqwest::Body::from(b)), None),
+            Some(body::PyBody::Stream(f)) => {
+                let (b, tx) = body::channel();
+                (Some(b), Some((f, tx)))
+            }
+        };
         let prepared = self.prepare(
-            py, method, url, headers, body, connect_timeout, read_timeout, total_timeout, verify, proxies, stream,
+            py, method, url, headers, req_body, connect_timeout, read_timeout, total_timeout, verify, proxies, stream,
             timing, cert,
         )?;
-        match py.detach(|| runtime().block_on(execute(prepared))) {
+        let result = match source {
+            None => py.detach(|| runtime().block_on(execute(prepared))),
+            Some((f, tx)) => {
+                let task = runtime().spawn(execute(prepared));
+                let fed = body::feed(py, &f, tx);
+                let result = py.detach(|| runtime().block_on(task));
+                fed?; // the body's own exception, raised as it is
+                result.unwrap_or_else(|e| Err(Failure::new(ErrKind::Request, format!("the request task failed: {e}"))))
+            }
+        };
+        match result {
             Ok(done) => Ok(done.into_response()),
             Err(f) => Err(f.into_pyerr(py)),
         }
@@ -1058,8 +1041,14 @@ impl Client {
         cert: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Pending> {
         let cert = parse_cert(cert)?;
+        // the caller is the event loop, which must not wait on the connection: a streamed body is read first
+        let req_body = match body::py_body(body)? {
+            None => None,
+            Some(body::PyBody::Bytes(b)) => Some(reqwest::Body::from(b)),
+            Some(body::PyBody::Stream(f)) => Some(reqwest::Body::from(body::drain_pieces(py, &f)?)),
+        };
         let prepared = self.prepare(
-            py, method, url, headers, body, connect_timeout, read_timeout, total_timeout, verify, proxies, false,
+            py, method, url, headers, req_body, connect_timeout, read_timeout, total_timeout, verify, proxies, false,
             timing, cert,
         )?;
         let queue = completions.queue.clone();
@@ -1151,7 +1140,7 @@ impl Client {
         method: &str,
         url: &str,
         headers: Option<&Bound<'_, PyAny>>,
-        body: Option<&Bound<'_, PyAny>>,
+        body: Option<reqwest::Body>,
         connect_timeout: Option<f64>,
         read_timeout: Option<f64>,
         total_timeout: Option<f64>,
@@ -1191,12 +1180,7 @@ impl Client {
                 .headers_mut()
                 .insert(reqwest::header::ACCEPT_ENCODING, HeaderValue::from_static(decode::ACCEPT_ENCODING));
         }
-        match py_body(body)? {
-            None => {}
-            Some(PyBody::Bytes(b)) => *request.body_mut() = Some(reqwest::Body::from(b)),
-            // reqwest sends it from its runtime's thread, which must not call into Python: read here
-            Some(PyBody::Stream(f)) => *request.body_mut() = Some(reqwest::Body::from(drain_pieces(py, &f)?)),
-        }
+        *request.body_mut() = body;
         let limits = self.inner.direct.limits;
         Ok(Prepared { client, request, total, stream, via_proxy, timing, limits, connect, read })
     }
@@ -1283,9 +1267,9 @@ impl Client {
         } else if !self.inner.direct_used.load(std::sync::atomic::Ordering::Relaxed) {
             self.inner.direct_used.store(true, std::sync::atomic::Ordering::Relaxed);
         }
-        let body = py_body(body)?;
+        let body = body::py_body(body)?;
         let inline_len = match &body {
-            Some(PyBody::Bytes(b)) => b.len(),
+            Some(body::PyBody::Bytes(b)) => b.len(),
             _ => 0,
         };
         let mut wire = direct::WireRequest::new(m.as_str(), &parsed, inline_len);
@@ -1305,11 +1289,11 @@ impl Client {
         let body_error: Arc<Mutex<Option<PyErr>>> = Arc::default();
         match body {
             None => wire.finish(&parsed, seen, None),
-            Some(PyBody::Bytes(b)) => wire.finish(&parsed, seen, Some(b)),
-            Some(PyBody::Stream(f)) => {
+            Some(body::PyBody::Bytes(b)) => wire.finish(&parsed, seen, Some(b)),
+            Some(body::PyBody::Stream(f)) => {
                 let slot = body_error.clone();
                 let next = Box::new(move || {
-                    Python::attach(|py| next_piece(py, &f)).map_err(|e| {
+                    Python::attach(|py| body::next_piece(py, &f)).map_err(|e| {
                         let msg = format!("reading the request body failed: {e}");
                         *slot.lock().unwrap() = Some(e);
                         Failure::new(ErrKind::Request, msg)

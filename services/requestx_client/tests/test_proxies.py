@@ -169,6 +169,13 @@ def test_socks5_from_the_environment(server, pproxy, monkeypatch):
         assert s.get(server.url + "/echo").json()["path"] == "/echo"
 
 
+def test_a_streamed_upload_through_a_proxy(server, pproxy):
+    _, _, http_proxy = pproxy
+    pieces = (bytes([i]) * 100_000 for i in range(20))
+    r = requests.post(server.url + "/upload-digest", data=pieces, proxies={"http": http_proxy})
+    assert r.json()["size"] == 2_000_000 and r.json()["framing"] == "chunked"
+
+
 def test_https_through_an_http_connect_proxy(tls_server, ca_file, pproxy):
     _, _, http_proxy = pproxy
     r = requests.get(tls_server.url + "/echo", proxies={"https": http_proxy}, verify=ca_file)

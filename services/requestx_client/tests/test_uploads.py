@@ -1,7 +1,8 @@
 """Streamed uploads (the test server, in this process, hashes them as they arrive, so the allocation peaks
-measured here are the client's): a file or an iterable body is read piece by piece while it is sent (never held whole),
-with its Content-Length when its size is known and chunked otherwise, over http and https; a body that does
-not match its announced length and a reader that raises end the request cleanly."""
+measured here are the client's): a file or an iterable body is read piece by piece while it is sent (never held
+whole), with its Content-Length when its size is known and chunked otherwise, over http and https, on the direct
+path and on reqwest's; a body that does not match its announced length and a reader that raises end the
+request cleanly."""
 
 from __future__ import annotations
 
@@ -68,10 +69,38 @@ def test_str_pieces_are_sent_as_utf8_and_empty_pieces_are_skipped(server):
     assert r.json()["headers"]["Transfer-Encoding"] == "chunked"
 
 
-def test_a_streamed_body_on_the_reqwest_path(server):
-    with requests.Session(total_timeout=30) as s:  # a total timeout takes reqwest's path, which reads it first
-        r = s.post(server.url + "/upload-digest", data=(b"x" * 1000 for _ in range(100)))
-    assert r.json()["size"] == 100_000
+@pytest.mark.parametrize("path", ["direct", "reqwest"])
+def test_an_iterable_is_streamed_on_either_path(base, path):
+    def pieces():
+        for _ in range(16):
+            yield os.urandom(MIB)
+
+    # a total timeout takes reqwest's path, whose pieces go through a channel filled by the calling thread
+    with requests.Session(total_timeout=60 if path == "reqwest" else None) as s:
+        r, peak = _peak_while(lambda: s.post(base + "/upload-digest", data=pieces()))
+    assert r.json()["size"] == 16 * MIB and r.json()["framing"] == "chunked"
+    assert peak < 8 * MIB, peak
+
+
+def test_a_file_is_streamed_with_its_length_on_the_reqwest_path(base, tmp_path):
+    path = tmp_path / "big.bin"
+    data = os.urandom(MIB) * 16
+    path.write_bytes(data)
+    with requests.Session(total_timeout=60) as s, open(path, "rb") as f:
+        r, peak = _peak_while(lambda: s.put(base + "/upload-digest", data=f))
+    assert r.json() == {"size": len(data), "sha256": hashlib.sha256(data).hexdigest(), "framing": "length"}
+    assert peak < 8 * MIB, peak
+
+
+def test_a_reader_that_raises_on_the_reqwest_path_raises_its_exception(server):
+    def pieces():
+        yield b"first"
+        raise KeyError("the source failed")
+
+    with requests.Session(total_timeout=10) as s:
+        with pytest.raises(KeyError, match="the source failed"):
+            s.post(server.url + "/upload-digest", data=pieces())
+        assert s.get(server.url + "/echo").status_code == 200
 
 
 class _Lying:
