@@ -31,7 +31,7 @@ pub struct WireRequest {
     /// a body too large to copy into `buf` is sent with a second write
     pub body: Option<Bytes>,
     /// a body read piece by piece while it is sent (then the request is never sent twice)
-    stream: Mutex<Option<BodyStream>>,
+    stream: Option<BodyStream>,
     pub idempotent: bool,
     pub head: bool,
     /// a method whose request says its (possibly empty) body's length, as requests does
@@ -110,7 +110,7 @@ impl WireRequest {
         buf.extend_from_slice(b" HTTP/1.1\r\n");
         let idempotent = matches!(method, "GET" | "HEAD" | "OPTIONS" | "PUT" | "DELETE" | "TRACE");
         let needs_length = !matches!(method, "GET" | "HEAD" | "OPTIONS" | "DELETE" | "TRACE" | "CONNECT");
-        WireRequest { buf, body: None, stream: Mutex::new(None), idempotent, head: method == "HEAD", needs_length }
+        WireRequest { buf, body: None, stream: None, idempotent, head: method == "HEAD", needs_length }
     }
 
     /// A caller's header. Content-Length is the client's to write (from the body it sends): a
@@ -164,7 +164,7 @@ impl WireRequest {
         }
         self.buf.extend_from_slice(b"\r\n");
         self.idempotent = false; // a stream cannot be read twice
-        *self.stream.get_mut().unwrap_or_else(|p| p.into_inner()) = Some(stream);
+        self.stream = Some(stream);
     }
 
     fn default_headers(&mut self, url: &reqwest::Url, seen: Seen) {
@@ -201,13 +201,22 @@ pub struct BodyStream {
 /// `body` in chunked framing: one chunk (none when empty) and the last, empty one.
 fn one_chunk(body: &[u8]) -> Bytes {
     let mut out = Vec::with_capacity(body.len() + 24);
-    if !body.is_empty() {
-        out.extend_from_slice(format!("{:x}\r\n", body.len()).as_bytes());
-        out.extend_from_slice(body);
+    put_chunk(&mut out, body);
+    out.extend_from_slice(LAST_CHUNK);
+    Bytes::from(out)
+}
+
+/// The chunk that ends a chunked body (no trailers).
+const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
+
+/// `piece` as one chunk of a chunked body, appended to `out` (nothing for an empty piece, which would
+/// read as the last chunk).
+fn put_chunk(out: &mut Vec<u8>, piece: &[u8]) {
+    if !piece.is_empty() {
+        out.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+        out.extend_from_slice(piece);
         out.extend_from_slice(b"\r\n");
     }
-    out.extend_from_slice(b"0\r\n\r\n");
-    Bytes::from(out)
 }
 
 /// Which of the headers reqwest adds by default the caller already set, and whether the caller framed
@@ -428,7 +437,7 @@ pub(crate) fn read_timeout_failure() -> Failure {
 pub fn send(
     pool: &Pool,
     t: &Target,
-    req: &WireRequest,
+    req: &mut WireRequest,
     connect_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
     mut timings: Option<&mut Timings>,
@@ -483,12 +492,12 @@ pub fn send(
     }
 }
 
-fn write_request(conn: &mut Conn, req: &WireRequest) -> Result<(), ExchangeError> {
+fn write_request(conn: &mut Conn, req: &mut WireRequest) -> Result<(), ExchangeError> {
     conn.write_all(&req.buf).map_err(write_error)?;
     if let Some(b) = &req.body {
         conn.write_all(b).map_err(write_error)?;
     }
-    if let Some(stream) = req.stream.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+    if let Some(stream) = req.stream.as_mut() {
         write_stream(conn, stream)?;
     }
     Ok(())
@@ -520,9 +529,7 @@ fn write_stream(conn: &mut Conn, stream: &mut BodyStream) -> Result<(), Exchange
             Some(_) => conn.write_all(&piece).map_err(write_error)?,
             None => {
                 framed.clear();
-                framed.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
-                framed.extend_from_slice(&piece);
-                framed.extend_from_slice(b"\r\n");
+                put_chunk(&mut framed, &piece);
                 conn.write_all(&framed).map_err(write_error)?;
             }
         }
@@ -533,7 +540,7 @@ fn write_stream(conn: &mut Conn, stream: &mut BodyStream) -> Result<(), Exchange
             format!("the request body ended after {sent} of the {n} bytes its Content-Length announced"),
         )),
         Some(_) => Ok(()),
-        None => conn.write_all(b"0\r\n\r\n").map_err(write_error),
+        None => conn.write_all(LAST_CHUNK).map_err(write_error),
     }
 }
 
@@ -678,7 +685,7 @@ fn more(conn: &mut Conn, buf: &mut Vec<u8>) -> Result<(), ExchangeError> {
 
 fn exchange(
     conn: &mut Conn,
-    req: &WireRequest,
+    req: &mut WireRequest,
     read_timeout: Option<Duration>,
     limits: &Limits,
     mut timings: Option<&mut Timings>,

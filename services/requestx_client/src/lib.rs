@@ -1306,7 +1306,7 @@ impl Client {
         let read = read_ms.map(Duration::from_millis);
         let pool = &self.inner.direct;
         let mut timings = timing.then(timing::Timings::default);
-        match py.detach(|| direct::send(pool, &target, &wire, connect, read, timings.as_mut())) {
+        match py.detach(|| direct::send(pool, &target, &mut wire, connect, read, timings.as_mut())) {
             Ok(a) => Ok(NativeResponse {
                 status: a.status,
                 url: parsed.into(),

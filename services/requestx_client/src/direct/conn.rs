@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection};
 
-use super::Target;
+use super::{is_timeout, Target};
 use crate::timing::Timings;
 use crate::{ErrKind, Failure};
 
@@ -264,15 +264,13 @@ fn tcp_connect(t: &Target, deadline: Option<Instant>) -> Result<TcpStream, Failu
     if is_timeout(&e) {
         Err(Failure::new(ErrKind::ConnectTimeout, format!("error sending request for url ({}): connect timed out", t.url())))
     } else {
-        Err(Failure::new(
-            ErrKind::Connection,
-            format!("error sending request for url ({}): client error (Connect): {e}", t.url()),
-        ))
+        Err(connect_failure(t, &e))
     }
 }
 
-fn is_timeout(e: &io::Error) -> bool {
-    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut)
+/// A connection that could not be made (or broke while being set up), in reqwest's words.
+fn connect_failure(t: &Target, e: &io::Error) -> Failure {
+    Failure::new(ErrKind::Connection, format!("error sending request for url ({}): client error (Connect): {e}", t.url()))
 }
 
 /// The TLS handshake, under the connect deadline (the socket's timeouts, reset afterwards).
@@ -298,12 +296,7 @@ fn handshake(conn: &mut Conn, t: &Target, setting: &TlsSetting, deadline: Option
             Err(e) if e.kind() == io::ErrorKind::InvalidData || e.kind() == io::ErrorKind::UnexpectedEof => {
                 return Err(ssl(format!("client error (Connect): {e}")))
             }
-            Err(e) => {
-                return Err(Failure::new(
-                    ErrKind::Connection,
-                    format!("error sending request for url ({}): client error (Connect): {e}", t.url()),
-                ))
-            }
+            Err(e) => return Err(connect_failure(t, &e)),
         }
     }
     let reset = stream.set_read_timeout(None).and_then(|()| stream.set_write_timeout(None));
