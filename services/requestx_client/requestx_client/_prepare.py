@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 
 from ._body import _pairs
 from ._redirects import RedirectRules
-from ._request import PreparedRequest, Request, merge_hooks, merge_setting
+from ._request import PLAIN_URL, PreparedRequest, Request, merge_hooks, merge_setting
 from .adapters import cert_paths, proxy_list, split_timeout
 from .cookies import RequestsCookieJar, cookiejar_from_dict, merge_cookies
 from .metrics import Recorder, client_metrics
@@ -87,7 +87,35 @@ class ClientBase(RedirectRules):
 
         return native_mod.Client(*self._pool_args)
 
+    # whether prepare_request is this class's own (then prepare_plain may stand in for it)
+    _own_prepare = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._own_prepare = cls.prepare_request is ClientBase.prepare_request
+
     # --- preparation ---
+    def prepare_plain(self, method: Any, url: Any, data: Any, json: Any) -> PreparedRequest | None:
+        """``prepare_request(Request(method, url, data=data, json=json))`` in the common case, in a few
+        steps: a plain http(s) URL (see ``PLAIN_URL``), and a client adding nothing but its headers (no
+        auth, netrc entry, params, cookies or hooks). None when the case is not that one: the caller then
+        prepares the general way. The result is the same PreparedRequest; this only skips the merging
+        that has nothing to merge (about half of a small request's time in Python)."""
+        if (not self._own_prepare or method.__class__ is not str or url.__class__ is not str
+                or self.auth is not None or self.params or self.hooks.get("response")
+                or self.cookies.__class__ is not RequestsCookieJar or self.cookies
+                or PLAIN_URL.fullmatch(url) is None):
+            return None
+        if self.trust_env and self._netrc_auth(url) is not None:
+            return None
+        p = PreparedRequest()
+        p.method = method.upper()
+        p.url = url
+        p.prepare_headers(self.headers)
+        p._cookies = self.cookies  # empty: no Cookie header, but the jar a redirect's cookies go through
+        p.prepare_body(data, None, json)
+        return p
+
     def prepare_request(self, request: Request) -> PreparedRequest:
         """``request`` prepared with this client's settings merged in: headers (a None value removes a
         header), params, auth (else ``.netrc`` when ``trust_env``), cookies (the client's jar plus the

@@ -21,6 +21,7 @@ _SCHEMES = ("http", "https", "all")
 _NAMES = tuple(n for s in _SCHEMES for n in (f"{s}_proxy", f"{s.upper()}_PROXY")) + ("no_proxy", "NO_PROXY")
 
 # os.environ's own store (bytes keys on POSIX); a name missing there costs one dict lookup
+_ENVIRON = os.environ  # the store is read only while os.environ is still this (a test may replace it)
 _STORE = getattr(os.environ, "_data", None)
 _KEYS = tuple(n.encode() for n in _NAMES) if os.name == "posix" and isinstance(_STORE, dict) else None
 _KEYSET = frozenset(_KEYS or ())
@@ -28,7 +29,7 @@ _KEYSET = frozenset(_KEYS or ())
 
 def _environ_values() -> dict[str, str]:
     """The proxy variables that are set and not empty, by their names."""
-    if _KEYS is not None:
+    if _KEYS is not None and os.environ is _ENVIRON:
         if not _STORE.keys() & _KEYSET:  # type: ignore[union-attr]  (the usual case, in one set operation)
             return {}
         get = _STORE.get  # type: ignore[union-attr]

@@ -21,7 +21,7 @@ _FORM = "application/x-www-form-urlencoded"
 # or ".") or an IPv6 literal, no credentials, a numeric port if any, a path, and only characters that
 # requoting keeps (no "%", whose escapes of unreserved characters are decoded). The common case: one
 # match and nothing else to do.
-_PLAIN_URL = re.compile(r"https?://(?:[0-9A-Za-z_][0-9A-Za-z._~-]*|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?"
+PLAIN_URL = re.compile(r"https?://(?:[0-9A-Za-z_][0-9A-Za-z._~-]*|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?"
                         r"/[!#$&'()*+,\-./0-9:;=?@A-Z\[\]_a-z~]*")
 # what may stand in a URL as it is; anything else is percent-encoded (requests' requote_uri)
 _URL_SAFE = "!#$%&'()*+,/:;=?@[]~"
@@ -147,7 +147,7 @@ class PreparedRequest(RequestHooksMixin):
                 raise exc.URLRequired("a URL is required")
             else:
                 url = str(url)
-        if _PLAIN_URL.fullmatch(url) is None:
+        if PLAIN_URL.fullmatch(url) is None:
             url = url.lstrip()
             if ":" in url and url[:4].lower() != "http":
                 self.url = url  # another scheme: left as it is, for an adapter mounted for it

@@ -232,7 +232,7 @@ class PoolView:
 def ca_bundle_path(verify: Any, url: str) -> Any:
     """``verify=`` as the core takes it: True/False, or the path of a CA bundle (file or folder) that must
     exist for an https URL (``OSError`` before any connection, as requests raises)."""
-    if isinstance(verify, os.PathLike):
+    if verify.__class__ is not str and isinstance(verify, os.PathLike):
         verify = os.fspath(verify)
     if isinstance(verify, str) and url[:6].lower() == "https:" and not os.path.exists(verify):
         raise OSError(f"Could not find a suitable TLS CA certificate bundle, invalid path: {verify}")

@@ -93,7 +93,12 @@ class AsyncClient(ClientBase):
         follow = follow_redirects if follow_redirects is not None else allow_redirects
         if follow is None:
             follow = self.follow_redirects
-        prep = self.prepare_request(Request(method, url, headers, files, data, params, auth, cookies, hooks, json))
+        prep = None
+        if params is None and headers is None and cookies is None and files is None and auth is None \
+                and hooks is None:
+            prep = self.prepare_plain(method, url, data, json)
+        if prep is None:
+            prep = self.prepare_request(Request(method, url, headers, files, data, params, auth, cookies, hooks, json))
         opts = self.native_options(timeout, verify, proxies, cert)
         # what response hooks get, as from Session.send
         kw = {"stream": False, "timeout": timeout if timeout is not None else self.timeout,

@@ -104,8 +104,12 @@ class Session(ClientBase, SessionRedirectMixin):
                 cookies: Any = None, files: Any = None, auth: Any = None, timeout: Any = None,
                 allow_redirects: bool = True, proxies: Any = None, hooks: Any = None, stream: bool | None = None,
                 verify: Any = None, cert: Any = None, json: Any = None) -> Response:
-        req = Request(method, url, headers, files, data, params, auth, cookies, hooks, json)
-        prep = self.prepare_request(req)
+        prep = None
+        if params is None and headers is None and cookies is None and files is None and auth is None \
+                and hooks is None:
+            prep = self.prepare_plain(method, url, data, json)
+        if prep is None:
+            prep = self.prepare_request(Request(method, url, headers, files, data, params, auth, cookies, hooks, json))
         settings = self.merge_environment_settings(prep.url, proxies, stream, verify, cert)
         return self.send(prep, timeout=timeout, allow_redirects=allow_redirects, **settings)
 

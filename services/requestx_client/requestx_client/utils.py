@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import netrc
 import os
+import sys
 import threading
 import time
 from typing import Any
@@ -74,13 +75,15 @@ def _netrc_path() -> str | None:
     return None
 
 
-# os.environ's own store (bytes keys on POSIX), read without encoding the names: this runs per request
+# os.environ's own store (bytes keys on POSIX), read without encoding the names: this runs per request.
+# Only while os.environ is still the process's mapping (a test may replace it with a dict).
+_ENVIRON = os.environ
 _ENV_STORE = getattr(os.environ, "_data", None)
 _ENV_KEYS = (b"NETRC", b"HOME") if os.name == "posix" and isinstance(_ENV_STORE, dict) else None
 
 
 def _env_key() -> tuple[Any, Any]:
-    if _ENV_KEYS is not None:
+    if _ENV_KEYS is not None and os.environ is _ENVIRON:
         store = _ENV_STORE
         return store.get(_ENV_KEYS[0]), store.get(_ENV_KEYS[1])  # type: ignore[union-attr]
     return os.environ.get("NETRC"), os.environ.get("HOME")
@@ -132,6 +135,14 @@ def get_netrc_auth(url: str, raise_errors: bool = False) -> tuple[str, str] | No
     return (login or account or ""), (password or "")
 
 
+_CA_KEYS = (b"REQUESTS_CA_BUNDLE", b"CURL_CA_BUNDLE")
+_FS_ENCODING = sys.getfilesystemencoding()
+
+
 def env_ca_bundle() -> str | None:
     """The CA bundle named by REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE, read at each call as requests does."""
+    if _ENV_KEYS is not None and os.environ is _ENVIRON:
+        get = _ENV_STORE.get  # type: ignore[union-attr]
+        value = get(_CA_KEYS[0]) or get(_CA_KEYS[1])
+        return value.decode(_FS_ENCODING, "surrogateescape") if value else None  # os.fsdecode, inline
     return os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or None

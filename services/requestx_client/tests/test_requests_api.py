@@ -272,6 +272,72 @@ def test_merge_environment_settings(monkeypatch, tmp_path):
     assert s.merge_environment_settings("https://h/", None, None, None, None)["verify"] is True
 
 
+def test_environment_replaced_by_a_mapping(monkeypatch, tmp_path):
+    # a program (or requests' own tests) may put a plain dict in os.environ's place: it is what counts
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine h login u password p\n")
+    fake = {"REQUESTS_CA_BUNDLE": "/some/path", "HTTPS_PROXY": "http://proxy:3", "NETRC": str(netrc)}
+    monkeypatch.setattr("os.environ", fake)
+    s = requests.Session()
+    got = s.merge_environment_settings("https://h/", {}, None, True, None)
+    assert got["verify"] == "/some/path" and got["proxies"] == {"https": "http://proxy:3"}
+    assert requests.utils.get_netrc_auth("https://h/") == ("u", "p")
+    fake.clear()
+    assert s.merge_environment_settings("https://h/", {}, None, True, None)["verify"] is True
+
+
+_PREPARED = ("method", "url", "body", "hooks", "_cookies", "_own_cookies", "_body_position")
+
+
+@pytest.mark.parametrize("method, url, data, json", [
+    ("get", "http://h/", None, None),
+    ("POST", "https://h:8443/a/b?x=1&y=2", None, {"k": [1, 2]}),
+    ("PUT", "http://127.0.0.1/", b"raw bytes", None),
+    ("PATCH", "http://[::1]:80/p", {"form": "v", "n": ["1", "2"]}, None),
+    ("DELETE", "http://h/", "text body", {"ignored": True}),
+    ("POST", "http://h/", iter([b"a", b"b"]), None),
+    ("HEAD", "http://h/", None, None),
+])
+def test_plain_preparation_equals_the_general_one(method, url, data, json):
+    s = requests.Session(headers={"X-Session": "1", "Accept": None})
+    plain = s.prepare_plain(method, url, data, json)
+    general = s.prepare_request(Request(method, url, data=data, json=json))
+    assert plain is not None
+    for name in _PREPARED:
+        a, b = getattr(plain, name), getattr(general, name)
+        assert a == b or (name == "body" and a is data is b), name
+    assert list(plain.headers.items()) == list(general.headers.items())
+
+
+def test_plain_preparation_steps_aside_when_the_session_adds_more(server, tmp_path, monkeypatch):
+    url = server.url + "/get"
+    assert requests.Session().prepare_plain("GET", url, None, None) is not None
+    for change in (lambda s: setattr(s, "auth", ("u", "p")), lambda s: s.params.update(q="1"),
+                   lambda s: s.hooks["response"].append(lambda r, **kw: r),
+                   lambda s: s.cookies.set("c", "1")):
+        s = requests.Session()
+        change(s)
+        assert s.prepare_plain("GET", url, None, None) is None
+        r = s.get(url)  # the general way still applies it
+        assert r.status_code == 200
+    for odd in ("HTTP://h/", "http://u:p@h/", "http://h", "http://h/%7E", b"http://h/"):
+        assert requests.Session().prepare_plain("GET", odd, None, None) is None
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1 login nu password np\n")
+    monkeypatch.setenv("NETRC", str(netrc))
+    s = requests.Session()
+    assert s.prepare_plain("GET", url, None, None) is None
+    assert s.get(server.url + "/echo").json()["headers"]["Authorization"].startswith("Basic ")
+
+    class Own(requests.Session):
+        def prepare_request(self, request):
+            p = super().prepare_request(request)
+            p.headers["X-Own"] = "1"
+            return p
+    assert Own().prepare_plain("GET", url, None, None) is None
+    assert Own().get(server.url + "/echo").json()["headers"]["X-Own"] == "1"
+
+
 def test_request_goes_through_prepare_request_and_send(server):
     calls = []
 
