@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import time
 from contextvars import ContextVar
-from time import perf_counter
+from time import monotonic, perf_counter
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -229,13 +229,24 @@ class PoolView:
         self._adapter.close()
 
 
+# CA bundle paths found to exist, by path, with when (monotonic()); looked at again after a second.
+# A stat per https request costs about as much as the rest of the adapter's work.
+_BUNDLES_SEEN: dict[str, float] = {}
+
+
 def ca_bundle_path(verify: Any, url: str) -> Any:
     """``verify=`` as the core takes it: True/False, or the path of a CA bundle (file or folder) that must
     exist for an https URL (``OSError`` before any connection, as requests raises)."""
     if verify.__class__ is not str and isinstance(verify, os.PathLike):
         verify = os.fspath(verify)
-    if isinstance(verify, str) and url[:6].lower() == "https:" and not os.path.exists(verify):
-        raise OSError(f"Could not find a suitable TLS CA certificate bundle, invalid path: {verify}")
+    if isinstance(verify, str) and url[:6].lower() == "https:":
+        now = monotonic()
+        if now - _BUNDLES_SEEN.get(verify, -2.0) > 1.0:
+            if not os.path.exists(verify):
+                raise OSError(f"Could not find a suitable TLS CA certificate bundle, invalid path: {verify}")
+            if len(_BUNDLES_SEEN) >= 64:
+                _BUNDLES_SEEN.clear()
+            _BUNDLES_SEEN[verify] = now
     return verify
 
 

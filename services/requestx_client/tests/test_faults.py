@@ -161,6 +161,20 @@ def test_bad_ca_bundle(tls_server, server, tmp_path):
         requests.get(tls_server.url + "/echo", verify=str(empty))
 
 
+def test_ca_bundle_removed_is_noticed(tls_server, ca_file, tmp_path, monkeypatch):
+    # a bundle found once is trusted to exist for a second (no stat per request), not for longer
+    clock = [1000.0]
+    monkeypatch.setattr("requestx_client.adapters.monotonic", lambda: clock[0])
+    bundle = tmp_path / "ca.pem"
+    bundle.write_bytes(open(ca_file, "rb").read())
+    with requests.Session() as s:
+        assert s.get(tls_server.url + "/echo", verify=str(bundle)).ok
+        bundle.unlink()
+        clock[0] += 1.5
+        with pytest.raises(OSError, match="invalid path: "):
+            s.get(tls_server.url + "/echo", verify=str(bundle))
+
+
 def test_https_to_plain_http_port(server):
     with pytest.raises(exc.SSLError):
         requests.get(server.url.replace("http://", "https://") + "/echo", timeout=2)
