@@ -45,6 +45,8 @@ def _environ_values() -> dict[str, str]:
 def environ_proxies(url: str, no_proxy: str | None = None) -> dict[str, str]:
     """The proxies the environment gives for ``url`` ({} when none, or when ``no_proxy`` or the
     environment's no_proxy names its host). Lower-case names win over upper-case, as in urllib."""
+    if _KEYS is not None and os.environ is _ENVIRON and not _STORE.keys() & _KEYSET:  # type: ignore[union-attr]
+        return {}  # the usual case, without a call
     values = _environ_values()
     if not values:
         return {}

@@ -175,7 +175,9 @@ class HTTPAdapter(BaseAdapter):
         body = request.body
         if body is not None and body.__class__ is not bytes:
             body = body_to_send(body)
-        method, url = request.method, url_to_send(request.url)  # its credentials went into Authorization
+        method, url = request.method, request.url
+        if "@" in url:
+            url = url_to_send(url)  # its credentials went into Authorization
         retry = self.max_retries
         retries = _retry_count(retry) if retry else 0
         rec = current_recorder.get()

@@ -82,16 +82,13 @@ _ENV_STORE = getattr(os.environ, "_data", None)
 _ENV_KEYS = (b"NETRC", b"HOME") if os.name == "posix" and isinstance(_ENV_STORE, dict) else None
 
 
-def _env_key() -> tuple[Any, Any]:
-    if _ENV_KEYS is not None and os.environ is _ENVIRON:
-        store = _ENV_STORE
-        return store.get(_ENV_KEYS[0]), store.get(_ENV_KEYS[1])  # type: ignore[union-attr]
-    return os.environ.get("NETRC"), os.environ.get("HOME")
-
-
 def _load_netrc(raise_errors: bool) -> netrc.netrc | None:
     global _cache
-    key = _env_key()
+    if _ENV_KEYS is not None and os.environ is _ENVIRON:
+        get = _ENV_STORE.get  # type: ignore[union-attr]
+        key = (get(_ENV_KEYS[0]), get(_ENV_KEYS[1]))
+    else:
+        key = (os.environ.get("NETRC"), os.environ.get("HOME"))
     now = time.monotonic()
     cached = _cache
     if cached[0] == key and now - cached[1] < _RECHECK_SECONDS and not raise_errors:
