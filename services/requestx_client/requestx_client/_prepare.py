@@ -87,21 +87,16 @@ class ClientBase(RedirectRules):
 
         return native_mod.Client(*self._pool_args)
 
-    # whether prepare_request is this class's own (then prepare_plain may stand in for it)
-    _own_prepare = True
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        cls._own_prepare = cls.prepare_request is ClientBase.prepare_request
-
     # --- preparation ---
     def prepare_plain(self, method: Any, url: Any, data: Any, json: Any) -> PreparedRequest | None:
         """``prepare_request(Request(method, url, data=data, json=json))`` in the common case, in a few
         steps: a plain http(s) URL (see ``PLAIN_URL``), and a client adding nothing but its headers (no
         auth, netrc entry, params, cookies or hooks). None when the case is not that one: the caller then
         prepares the general way. The result is the same PreparedRequest; this only skips the merging
-        that has nothing to merge (about half of a small request's time in Python)."""
-        if (not self._own_prepare or method.__class__ is not str or url.__class__ is not str
+        that has nothing to merge (about half of a small request's time in Python). Not when
+        ``prepare_request`` was replaced (by a subclass, or patched on the class or the object)."""
+        if (getattr(self.prepare_request, "__func__", None) is not _PREPARE_REQUEST
+                or method.__class__ is not str or url.__class__ is not str
                 or self.auth is not None or self.params or self.hooks.get("response")
                 or self.cookies.__class__ is not RequestsCookieJar or self.cookies
                 or PLAIN_URL.fullmatch(url) is None):
@@ -176,3 +171,7 @@ class ClientBase(RedirectRules):
         if self.proxies or proxies:
             plist = proxy_list({**self.proxies, **(proxies or {})})
         return connect, read, total, v, plist, c
+
+
+# prepare_request as defined here: prepare_plain stands in only for this one
+_PREPARE_REQUEST = ClientBase.__dict__["prepare_request"]

@@ -338,6 +338,40 @@ def test_plain_preparation_steps_aside_when_the_session_adds_more(server, tmp_pa
     assert Own().get(server.url + "/echo").json()["headers"]["X-Own"] == "1"
 
 
+@pytest.mark.parametrize("step", ["prepare_request", "merge_environment_settings", "send", "get_adapter"])
+@pytest.mark.parametrize("where", ["class", "object"])
+def test_a_patched_step_sees_plain_requests(server, monkeypatch, step, where):
+    # plain requests skip steps with nothing to do, but never one that was replaced
+    calls = []
+    original = getattr(requests.Session, step)
+
+    def spy(self, *args, **kwargs):
+        calls.append(step)
+        return original(self, *args, **kwargs)
+    s = requests.Session()
+    if where == "class":
+        monkeypatch.setattr(requests.Session, step, spy)
+    else:
+        monkeypatch.setattr(s, step, spy.__get__(s))
+    assert s.get(server.url + "/echo").json()["method"] == "GET"
+    assert s.post(server.url + "/echo", json={"a": 1}).json()["body"] == '{"a":1}'
+    assert calls == [step, step]
+
+
+def test_plain_requests_keep_cookies_redirects_and_environment(server, monkeypatch):
+    s = requests.Session()
+    r = s.get(server.url + "/cookies/set?flavour=oat")
+    assert [h.status_code for h in r.history] == [302] and r.json() == {"cookie": "flavour=oat"}
+    assert s.cookies.get_dict() == {"flavour": "oat"}
+    r = requests.Session().get(server.url + "/redirect/1", allow_redirects=False)
+    assert r.status_code == 302 and r.next.url == server.url + "/echo"
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # a port nothing listens on
+    with pytest.raises(exc.ProxyError):
+        requests.Session().get(server.url + "/echo")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    assert requests.Session().get(server.url + "/echo").ok
+
+
 def test_request_goes_through_prepare_request_and_send(server):
     calls = []
 
