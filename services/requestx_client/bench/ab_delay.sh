@@ -25,8 +25,11 @@ run() {  # poll-budget-us python client
     REQUESTX_CLIENT_SPIN_US=$1 taskset -c 0 "$2" bench/bench_sync.py --url "$url" --client "$3" \
         --scenario get --n "$N" --warmup 200 || true
 }
-for _ in $(seq "$ROUNDS"); do
-    run 50 "$RX_PY" requestx_client
-    run 0 "$RX_PY" requestx_client
-    run 50 "$PEER_PY" pycurl
+# the order rotates from round to round, so no client always runs first (or right after another)
+runs=("50 $RX_PY requestx_client" "0 $RX_PY requestx_client" "50 $PEER_PY pycurl")
+for r in $(seq "$ROUNDS"); do
+    for i in 0 1 2; do
+        # shellcheck disable=SC2086  # each entry is three words
+        run ${runs[$(( (r + i) % 3 ))]}
+    done
 done
