@@ -88,6 +88,18 @@ class ClientBase(RedirectRules):
         return native_mod.Client(*self._pool_args)
 
     # --- preparation ---
+    def _prepare_call(self, method: Any, url: Any, params: Any, data: Any, headers: Any, cookies: Any,
+                      files: Any, auth: Any, hooks: Any, json: Any) -> tuple[PreparedRequest, bool]:
+        """The request of a ``request()`` call, prepared with this client's settings, and whether it
+        came from ``prepare_plain`` (then nothing but method, URL and body was given)."""
+        if params is None and headers is None and cookies is None and files is None and auth is None \
+                and hooks is None:
+            prep = self.prepare_plain(method, url, data, json)
+            if prep is not None:
+                return prep, True
+        request = Request(method, url, headers, files, data, params, auth, cookies, hooks, json)
+        return self.prepare_request(request), False
+
     def prepare_plain(self, method: Any, url: Any, data: Any, json: Any) -> PreparedRequest | None:
         """``prepare_request(Request(method, url, data=data, json=json))`` in the common case, in a few
         steps: a plain http(s) URL (see ``PLAIN_URL``), and a client adding nothing but its headers (no

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from . import exceptions as exc
+from ._environ import ENVIRON, STORE
 
 __all__ = ["environ_proxies", "resolve_proxies", "select_proxy", "should_bypass_proxies", "checked_proxy_url"]
 
@@ -20,19 +21,17 @@ __all__ = ["environ_proxies", "resolve_proxies", "select_proxy", "should_bypass_
 _SCHEMES = ("http", "https", "all")
 _NAMES = tuple(n for s in _SCHEMES for n in (f"{s}_proxy", f"{s.upper()}_PROXY")) + ("no_proxy", "NO_PROXY")
 
-# os.environ's own store (bytes keys on POSIX); a name missing there costs one dict lookup
-_ENVIRON = os.environ  # the store is read only while os.environ is still this (a test may replace it)
-_STORE = getattr(os.environ, "_data", None)
-_KEYS = tuple(n.encode() for n in _NAMES) if os.name == "posix" and isinstance(_STORE, dict) else None
+# the names in os.environ's own store (see _environ.py); a name missing there costs one dict lookup
+_KEYS = tuple(n.encode() for n in _NAMES) if STORE is not None else None
 _KEYSET = frozenset(_KEYS or ())
 
 
 def _environ_values() -> dict[str, str]:
     """The proxy variables that are set and not empty, by their names."""
-    if _KEYS is not None and os.environ is _ENVIRON:
-        if not _STORE.keys() & _KEYSET:  # type: ignore[union-attr]  (the usual case, in one set operation)
+    if _KEYS is not None and os.environ is ENVIRON:
+        if not STORE.keys() & _KEYSET:  # type: ignore[union-attr]  (the usual case, in one set operation)
             return {}
-        get = _STORE.get  # type: ignore[union-attr]
+        get = STORE.get  # type: ignore[union-attr]
         found = {}
         for key in _KEYS:
             v = get(key)
@@ -45,8 +44,6 @@ def _environ_values() -> dict[str, str]:
 def environ_proxies(url: str, no_proxy: str | None = None) -> dict[str, str]:
     """The proxies the environment gives for ``url`` ({} when none, or when ``no_proxy`` or the
     environment's no_proxy names its host). Lower-case names win over upper-case, as in urllib."""
-    if _KEYS is not None and os.environ is _ENVIRON and not _STORE.keys() & _KEYSET:  # type: ignore[union-attr]
-        return {}  # the usual case, without a call
     values = _environ_values()
     if not values:
         return {}

@@ -14,7 +14,7 @@ from . import _native
 from . import exceptions as exc
 from ._body import body_to_send
 from ._prepare import DEFAULT_REDIRECT_LIMIT, ClientBase
-from ._request import PreparedRequest, Request, url_to_send
+from ._request import PreparedRequest, url_to_send
 from .cookies import extract_cookies_to_jar
 from .hooks import dispatch_hook
 from .metrics import sent
@@ -93,12 +93,7 @@ class AsyncClient(ClientBase):
         follow = follow_redirects if follow_redirects is not None else allow_redirects
         if follow is None:
             follow = self.follow_redirects
-        prep = None
-        if params is None and headers is None and cookies is None and files is None and auth is None \
-                and hooks is None:
-            prep = self.prepare_plain(method, url, data, json)
-        if prep is None:
-            prep = self.prepare_request(Request(method, url, headers, files, data, params, auth, cookies, hooks, json))
+        prep = self._prepare_call(method, url, params, data, headers, cookies, files, auth, hooks, json)[0]
         opts = self.native_options(timeout, verify, proxies, cert)
         # what response hooks get, as from Session.send
         kw = {"stream": False, "timeout": timeout if timeout is not None else self.timeout,

@@ -104,13 +104,8 @@ class Session(ClientBase, SessionRedirectMixin):
                 cookies: Any = None, files: Any = None, auth: Any = None, timeout: Any = None,
                 allow_redirects: bool = True, proxies: Any = None, hooks: Any = None, stream: bool | None = None,
                 verify: Any = None, cert: Any = None, json: Any = None) -> Response:
-        prep = None
-        if params is None and headers is None and cookies is None and files is None and auth is None \
-                and hooks is None:
-            prep = self.prepare_plain(method, url, data, json)
-        if prep is None:
-            prep = self.prepare_request(Request(method, url, headers, files, data, params, auth, cookies, hooks, json))
-        elif proxies is None and cert is None:
+        prep, plain = self._prepare_call(method, url, params, data, headers, cookies, files, auth, hooks, json)
+        if plain and proxies is None and cert is None:
             resp = self._send_plain(prep, timeout, allow_redirects, stream, verify)
             if resp is not None:
                 return resp

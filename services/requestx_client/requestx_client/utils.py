@@ -14,6 +14,7 @@ from urllib.parse import unquote, urlsplit
 from . import __version__
 from . import exceptions as exc
 from ._body import super_len
+from ._environ import ENVIRON, STORE
 from ._request import requote_uri
 from .structures import CaseInsensitiveDict
 
@@ -75,17 +76,14 @@ def _netrc_path() -> str | None:
     return None
 
 
-# os.environ's own store (bytes keys on POSIX), read without encoding the names: this runs per request.
-# Only while os.environ is still the process's mapping (a test may replace it with a dict).
-_ENVIRON = os.environ
-_ENV_STORE = getattr(os.environ, "_data", None)
-_ENV_KEYS = (b"NETRC", b"HOME") if os.name == "posix" and isinstance(_ENV_STORE, dict) else None
+# the netrc variables' names in os.environ's own store (see _environ.py): read on every request
+_ENV_KEYS = (b"NETRC", b"HOME") if STORE is not None else None
 
 
 def _load_netrc(raise_errors: bool) -> netrc.netrc | None:
     global _cache
-    if _ENV_KEYS is not None and os.environ is _ENVIRON:
-        get = _ENV_STORE.get  # type: ignore[union-attr]
+    if _ENV_KEYS is not None and os.environ is ENVIRON:
+        get = STORE.get  # type: ignore[union-attr]
         key = (get(_ENV_KEYS[0]), get(_ENV_KEYS[1]))
     else:
         key = (os.environ.get("NETRC"), os.environ.get("HOME"))
@@ -138,8 +136,8 @@ _FS_ENCODING = sys.getfilesystemencoding()
 
 def env_ca_bundle() -> str | None:
     """The CA bundle named by REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE, read at each call as requests does."""
-    if _ENV_KEYS is not None and os.environ is _ENVIRON:
-        get = _ENV_STORE.get  # type: ignore[union-attr]
+    if _ENV_KEYS is not None and os.environ is ENVIRON:
+        get = STORE.get  # type: ignore[union-attr]
         value = get(_CA_KEYS[0]) or get(_CA_KEYS[1])
         return value.decode(_FS_ENCODING, "surrogateescape") if value else None  # os.fsdecode, inline
     return os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or None
