@@ -37,6 +37,7 @@ from python_multipart import MultipartParser, QuerystringParser
 from python_multipart.exceptions import FormParserError
 from python_multipart.multipart import MultipartState, parse_options_header
 
+from .deadlines import deadline
 from .exceptions import BadRequest, PayloadTooLarge, RequestTimeout, UnsupportedMediaType
 from .requests import STREAM_CONSUMED, Headers
 
@@ -392,7 +393,7 @@ async def read_form(request, limits: FormLimits | None = None) -> FormData:
     reader = _reader(request.header("content-type"), lim)
     timeout = app.body_timeout if app is not None else None
     try:
-        async with asyncio.timeout(timeout):  # None: no limit
+        with deadline(timeout):  # None: no limit
             await _feed_body(request, reader, lim.total)
         items = await reader.finish()
     except TimeoutError:

@@ -10,6 +10,7 @@ from urllib.parse import parse_qsl
 import msgspec
 import orjson
 
+from .deadlines import deadline
 from .exceptions import BadRequest, HTTPException, PayloadTooLarge, RequestTimeout, ValidationFailed
 
 __all__ = ["Request", "Headers", "parse_cookie_header"]
@@ -233,7 +234,7 @@ class Request:
     async def _read_body(self, limit: int, timeout: float | None) -> bytes:
         declared = self._check_length(limit)
         try:
-            async with asyncio.timeout(timeout):  # None: no limit
+            with deadline(timeout):  # None: no limit
                 self._body = await self._read_all(declared, limit)
         except TimeoutError:
             raise RequestTimeout(timeout) from None
