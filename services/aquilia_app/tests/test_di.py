@@ -3,7 +3,7 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from aquilia_app.di import (APP, REQUEST, SINGLETON, Container, CycleError, MissingDependency, RequestScope,
+from aquilia_app.di import (APP, REQUEST, SINGLETON, Container, CycleError, DIError, MissingDependency, RequestScope,
                             ScopeError)
 
 
@@ -169,3 +169,80 @@ def test_value_and_decorator():
         assert isinstance(e, Engine) and e.config is await c.resolve(Config)
 
     run(main())
+
+
+# -- generator providers, driven without contextlib ------------------------------------------------
+def _scope_with(provider):
+    c = Container()
+    c.register(str, provider, scope=REQUEST)
+    c.compile()
+    return c.request_scope()
+
+
+@pytest.mark.parametrize("failure", [None, ValueError("handler failed")])
+def test_a_generator_provider_sees_the_scope_error_at_its_yield(failure):
+    seen = []
+
+    async def conn():
+        try:
+            yield "conn"
+            seen.append("committed")
+        except ValueError as e:
+            seen.append(f"rolled back: {e}")
+            raise
+        finally:
+            seen.append("released")
+
+    async def main():
+        scope = _scope_with(conn)
+        assert await scope.resolve(str) == "conn"
+        await scope.aclose(failure)  # the error going through the teardown is not a teardown failure
+    run(main())
+    assert seen == (["committed", "released"] if failure is None else ["rolled back: handler failed", "released"])
+
+
+def test_a_generator_provider_that_swallows_the_error_or_fails_its_teardown():
+    async def swallows():
+        try:
+            yield "x"
+        except ValueError:
+            pass
+
+    async def fails():
+        yield "x"
+        raise OSError("could not release")
+
+    async def main():
+        scope = _scope_with(swallows)
+        await scope.resolve(str)
+        await scope.aclose(ValueError("handler failed"))  # swallowed: nothing to report
+        scope = _scope_with(fails)
+        await scope.resolve(str)
+        with pytest.raises(OSError, match="could not release"):
+            await scope.aclose()
+    run(main())
+
+
+def test_a_generator_provider_must_yield_exactly_once():
+    closed = []
+
+    async def never():
+        if False:
+            yield "x"
+
+    async def twice():
+        try:
+            yield "x"
+            yield "y"
+        finally:
+            closed.append(True)
+
+    async def main():
+        with pytest.raises(DIError, match="without yielding"):
+            await _scope_with(never).resolve(str)
+        scope = _scope_with(twice)
+        await scope.resolve(str)
+        with pytest.raises(RuntimeError, match="yielded more than once"):
+            await scope.aclose()
+    run(main())
+    assert closed == [True]  # closed all the same

@@ -82,6 +82,19 @@ def test_with_headers_copies_a_response_and_leaves_the_shared_one_alone():
         shared.with_headers([("x", "a\r\nb")])
 
 
+@pytest.mark.parametrize("bad", ["\r", "\n", "\r\n"])
+@pytest.mark.parametrize("where", ["name", "value"])
+@pytest.mark.parametrize("as_bytes", [False, True])
+def test_a_header_with_cr_or_lf_anywhere_is_refused(bad, where, as_bytes):
+    text = f"x{bad}Set-Cookie: evil=1"
+    pair = (text, "ok") if where == "name" else ("x-a", text)
+    if as_bytes:
+        pair = tuple(p.encode("latin-1") for p in pair)
+    with pytest.raises(ValueError, match="CR or LF"):
+        Response(b"", 200, [pair])
+    assert Response(b"", 200, [("x-a", "a\tb")]).raw_headers[-1] == (b"x-a", b"a\tb")  # other controls pass
+
+
 def test_with_headers_keeps_a_subclass_and_its_attributes():
     class Tagged(Response):
         def __init__(self, tag):

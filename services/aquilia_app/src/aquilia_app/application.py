@@ -290,7 +290,10 @@ class App(MethodShortcuts):
             scope = req.state = RequestScope(c)
             if cls is not None:
                 if per_request_ctl:
-                    inst = cls(**{n: await scope.resolve(tok) for n, tok in cdeps})
+                    deps = {}
+                    for n, tok in cdeps:  # a loop, not a comprehension: an await inside one is a coroutine more
+                        deps[n] = await scope.resolve(tok)
+                    inst = cls(**deps)
                 else:
                     inst = controllers[cls]
                 kwargs = await bind(plan, req, scope)

@@ -226,7 +226,8 @@ class Router:
             if route is None:
                 raise URLBuildError(f"no route named {name!r}")
             forms = self._url_forms[name] = _url_forms(route)
-        given = {k for k, v in params.items() if v is not None}
+        # A None value counts as not given; without one the keys are the given names (no set built).
+        given = {k for k, v in params.items() if v is not None} if None in params.values() else params.keys()
         for names, parts in forms:
             if names != given:
                 continue
