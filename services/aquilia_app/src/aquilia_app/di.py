@@ -233,11 +233,10 @@ class Container:
         if deps:
             kwargs = {}
             for pname, dep in deps:
-                if scope is not None:
-                    kwargs[pname] = await scope.resolve(dep)
-                else:
-                    v = self._values.get(dep, _MISSING)
-                    kwargs[pname] = v if v is not _MISSING else await self._build(dep, self._values, self._exits)
+                v = self._values.get(dep, _MISSING)  # a singleton or app value: no call at all
+                if v is _MISSING:
+                    v = await (self._build(dep, self._values, self._exits) if scope is None else scope.resolve(dep))
+                kwargs[pname] = v
         else:
             kwargs = _NOKW
         if kind == _SYNC:

@@ -70,6 +70,7 @@ log = logging.getLogger("aquilia_app")
 DEFAULT_MAX_MESSAGE = 1 << 20  # bytes of one incoming message
 INBOX_SIZE = 16  # received messages waiting for the handler; then the reader waits (backpressure)
 _EMPTY: dict = {}
+_NOT_TEXT = "expected a text message, got a binary one"
 _REASON_MAX = 123  # a Close frame's payload is at most 125 bytes, 2 of them the code
 
 
@@ -260,7 +261,7 @@ class WebSocket(Request):
         msg = await self._receive_message()
         text = msg.get("text")
         if text is None:
-            await self._refuse(1003, "expected a text message, got a binary one")
+            await self._refuse(1003, _NOT_TEXT)
         return text
 
     async def receive_bytes(self) -> bytes:
@@ -288,9 +289,13 @@ class WebSocket(Request):
         raise WebSocketDisconnect(code, reason)
 
     async def iter_text(self):
+        receive = self._receive_message  # receive_text inlined: one coroutine less per message
         try:
             while True:
-                yield await self.receive_text()
+                text = (await receive()).get("text")
+                if text is None:
+                    await self._refuse(1003, _NOT_TEXT)
+                yield text
         except WebSocketDisconnect:
             return
 
