@@ -3,7 +3,6 @@ multi-valued query, the cookies and the form are built lazily on first access; t
 once, with a size limit (413) and, when the app sets one, a time limit for the whole body (408)."""
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 from urllib.parse import parse_qsl
 
