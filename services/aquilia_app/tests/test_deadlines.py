@@ -36,16 +36,22 @@ def test_a_block_done_in_time_leaves_the_task_uncancelled():
     assert run(main()) == 0
 
 
-def test_a_cancellation_from_elsewhere_propagates_as_cancelled_error():
-    async def victim(entered):
+async def _task_inside_a_deadline() -> asyncio.Task:
+    """A task waiting inside a 10 s deadline block, returned once it is in."""
+    entered = asyncio.Event()
+
+    async def victim():
         with deadline(10):
             entered.set()
             await asyncio.sleep(10)
+    task = asyncio.create_task(victim())
+    await entered.wait()
+    return task
 
+
+def test_a_cancellation_from_elsewhere_propagates_as_cancelled_error():
     async def main():
-        entered = asyncio.Event()
-        task = asyncio.create_task(victim(entered))
-        await entered.wait()
+        task = await _task_inside_a_deadline()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -55,15 +61,8 @@ def test_a_cancellation_from_elsewhere_propagates_as_cancelled_error():
 def test_an_outside_cancellation_on_top_of_an_expiry_is_not_swallowed():
     """The deadline fired and someone else cancelled the task too: the caller must see the
     cancellation, not a timeout it could answer and carry on from."""
-    async def victim(entered):
-        with deadline(10):
-            entered.set()
-            await asyncio.sleep(10)
-
     async def main():
-        entered = asyncio.Event()
-        task = asyncio.create_task(victim(entered))
-        await entered.wait()
+        task = await _task_inside_a_deadline()
         loop = asyncio.get_running_loop()
         watcher = deadlines._WATCHERS[loop]
         (d,) = watcher.entries

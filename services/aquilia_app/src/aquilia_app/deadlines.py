@@ -18,6 +18,9 @@ The cancellation works as ``asyncio.timeout``'s does: the task is cancelled, and
 with the ``CancelledError`` of an expired deadline takes the cancellation back (``Task.uncancel``) and
 raises ``TimeoutError`` instead; a cancellation that came from elsewhere propagates.  The block is
 left synchronously (``with``, not ``async with``), so a cancellation can only land inside it.
+
+``TimeoutMiddleware`` keeps ``asyncio.timeout``: a time limit the app sets on handling is meant to be
+exact, and it is opt-in, not on every request.
 """
 from __future__ import annotations
 
