@@ -36,6 +36,30 @@ def test_concurrent_writes_are_all_committed_with_their_own_rowids(tmp_path):
     assert sorted(_rows(tmp_path / "db")) == sorted(f"n{i}" for i in range(300))
 
 
+def test_writes_made_before_the_batch_runs_share_its_commit(tmp_path):
+    """A write submitted after the first one's batch was scheduled, but before it ran, is committed in that
+    same transaction: the batch takes the queue when it runs."""
+    async def main():
+        pool = await _pool(tmp_path / "db")
+        transactions = []
+        pool.writer._raw.set_trace_callback(lambda sql: transactions.append(sql) if sql.startswith("BEGIN") else None)
+        conn = await pool.acquire()
+        loop = asyncio.get_running_loop()
+        later = loop.create_future()
+        # Due before the batch that the first write schedules, as another request task's step would be.
+        loop.call_soon(lambda: later.set_result(conn.execute("INSERT INTO t (name) VALUES (?)", ("second",))))
+        first = conn.execute("INSERT INTO t (name) VALUES (?)", ("first",))  # schedules the batch
+        results = await asyncio.gather(first, await later)
+        pool.release(conn)
+        await pool.close()
+        return results, transactions
+
+    results, transactions = asyncio.run(main())
+    assert [count for count, _ in results] == [1, 1]
+    assert len(transactions) == 1, transactions
+    assert _rows(tmp_path / "db") == ["first", "second"]
+
+
 def test_a_failing_write_fails_alone_and_the_others_of_its_batch_are_kept(tmp_path):
     async def main():
         pool = await _pool(tmp_path / "db")
