@@ -297,7 +297,7 @@ def levels_table(sc: dict, w: dict) -> Table | None:
 
 def step_text(st: dict, slo: int | None) -> str:
     """One step of the sustainable search and, when it did not count, why."""
-    txt = f"{fmt_rate(st.get('rate'))} → p99 {fmt_us(st.get('p99_us'))}"
+    txt = f"{fmt_rate(st.get('rate'))}{' (retest)' if st.get('retest') else ''} → p99 {fmt_us(st.get('p99_us'))}"
     if st.get("ok"):
         return txt + " ✓"
     why = []

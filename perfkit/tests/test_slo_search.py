@@ -139,3 +139,48 @@ def test_a_closed_loop_probe_limited_by_the_load_engine_is_marked(known):
     assert max(costly["probe_engine_busy"]["values"]) < 0.5
     for res in (nginx, costly):
         assert res["load_generator_bound"] == (max(res["probe_engine_busy"]["values"]) > 0.9)
+
+
+HICCUP_COST_US = 1000
+HICCUP_SCENARIO = f'''
+name = "hiccup"
+kind = "server"
+description = "a server of known cost that stalls once, during its last shared-rate run"
+rate_reference = "hiccup"
+
+[[systems]]
+name = "hiccup"
+role = "service"
+# runs of 4 connections each: the probe (1-4), then the shared rates at 50, 75 and 90 % of its max (5-8,
+# 9-12, 13-16): connection 13 stalls the server during the 90 % run only
+command = ["${{python}}", "{HERE}/cost_server.py", "--port", "${{port}}", "--cost-us", "{HICCUP_COST_US}",
+           "--stall-at-connection", "13", "--stall-ms", "400"]
+ready = "tcp://127.0.0.1:${{port}}"
+
+[[workloads]]
+name = "get"
+path = "/"
+connections = 4
+slo_p99 = "50ms"
+'''
+
+
+def test_a_shared_rate_failed_below_the_max_is_run_again_before_it_bounds_the_search(tmp_path, perfkit_load):
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "scenarios" / "hiccup.toml").write_text(HICCUP_SCENARIO)
+    out = tmp_path / "out"
+    r = run_cli(["--scenarios", str(tmp_path / "scenarios"), "--repeat", "1", "--duration", "1.5", "--probe", "1",
+                 "--warmup", "0.3", "--search-steps", "2", "--out", str(out), "--quiet",
+                 "--bin", f"perfkit-load={perfkit_load}"], timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((out / "results.json").read_text())
+    results.validate(doc)
+    w = doc["scenarios"][0]["workloads"][0]
+    res, top = w["results"]["hiccup"], w["rates"][-1]
+    stalled = res["levels"][-1]
+    assert stalled["target_rate"] == top and stalled["latency_us"]["p99"]["median"] >= 300_000, stalled  # the stall hit it
+    first = res["sustainable"]["steps"][0]
+    assert first["retest"] is True and first["rate"] == top and first["ok"] is True, res["sustainable"]
+    assert res["sustainable"]["bounds"][0] == top
+    assert res["sustainable"]["rate"] >= top
+    assert not any(s.get("retest") for s in res["sustainable"]["steps"][1:])
