@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import forms_app
 from aquilia_app.forms import FormData, FormLimits, UploadFile
 from aquilia_app.requests import Request
+from aquilia_app.testclient import TestClient
 from server_util import raw_request, running_server, status_of
 
 BOUNDARY = "b0undary"
@@ -313,3 +314,51 @@ def test_a_failed_parse_closes_the_files_it_opened():
         assert getattr(e.value, "status", None) == 400
     asyncio.run(go())
     assert opened and all(f.closed for f in opened)
+
+
+# -- file names and per-kind counts ------------------------------------------------------------------
+def _one_file(disposition: str) -> bytes:
+    return (f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"f\"; {disposition}\r\n"
+            f"Content-Type: text/plain\r\n\r\nhello\r\n--{BOUNDARY}--\r\n").encode("utf-8")
+
+
+@pytest.mark.parametrize("disposition, filename", [
+    ("filename*=UTF-8''na%C3%AFve%20%E2%82%AC.txt", "naïve €.txt"),  # RFC 8187 alone: still a file
+    ("filename=\"euro.txt\"; filename*=utf-8''%E2%82%AC.txt", "€.txt"),  # the extended form wins
+    ("filename*=iso-8859-1'fr'caf%E9.txt; filename=\"cafe.txt\"", "café.txt"),
+    ("filename=\"plain.txt\"; filename*=UTF-8''%FF%FE.txt", "plain.txt"),  # undecodable: the plain one
+    ("filename=\"plain.txt\"; filename*=koi8-r''x.txt", "plain.txt"),  # a charset RFC 8187 does not require
+    ("filename=\"a; filename*=UTF-8''evil.txt\"", "a; filename*=UTF-8''evil.txt"),  # inside a quoted value
+    ("filename=\"café.txt\"", "café.txt"),  # raw UTF-8, as browsers send it
+    ("filename=\"../../etc/passwd\"", "passwd"),  # paths cut to their last segment
+    ("filename=\"/abs/dir/b.txt\"", "b.txt"),
+    ("filename=\"folder/sub\\\\c.txt\"", "c.txt"),
+    ("filename*=UTF-8''..%2F..%2Fx.txt", "x.txt"),
+    ("filename=\"..\"", ""),
+    ("filename=\"\"", ""),  # an empty file input: a file part without a name
+])
+def test_upload_filenames(disposition, filename):
+    with TestClient(forms_app.create_app()) as c:
+        r = c.post("/form", content=_one_file(disposition), headers={"content-type": MP})
+    assert r.status_code == 200, r.text
+    ((name, desc),) = r.json()["items"]
+    assert name == "f" and desc["filename"] == filename and desc["size"] == 5
+
+
+def test_max_files_and_max_fields_are_413():
+    app = forms_app.create_app()
+    limits = FormLimits(max_files=1, max_fields=2)
+
+    @app.post("/few")
+    async def few(request: Request):
+        return {"n": len((await request.form(limits)).items())}
+
+    two_files = multipart(("a", "1"), ("f", "f.txt", "text/plain", b"x"), ("g", "g.txt", "text/plain", b"y"))
+    three_fields = multipart(("a", "1"), ("b", "2"), ("f", "f.txt", "text/plain", b"x"), ("c", "3"))
+    with TestClient(app) as c:
+        ok = multipart(("a", "1"), ("f", "f.txt", "text/plain", b"x"), ("b", "2"))
+        assert c.post("/few", content=ok, headers={"content-type": MP}).json() == {"n": 3}
+        assert_problem(c.post("/few", content=two_files, headers={"content-type": MP}), 413, ["more than 1 files"])
+        assert_problem(c.post("/few", content=three_fields, headers={"content-type": MP}), 413, ["more than 2 fields"])
+        r = c.post("/few", content=b"a=1&b=2&c=3", headers={"content-type": "application/x-www-form-urlencoded"})
+        assert_problem(r, 413, ["more than 2 fields"])

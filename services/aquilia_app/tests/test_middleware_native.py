@@ -23,6 +23,7 @@ from aquilia_app.middleware import Middleware
 from aquilia_app.request_id import RequestIdLogFilter, RequestIdMiddleware, current_request_id
 from aquilia_app.sessions import MAX_SESSION_COOKIE, Session, SessionMiddleware
 from aquilia_app.sse import EventSourceResponse
+from aquilia_app.testclient import TestClient
 from aquilia_app.timeouts import TimeoutMiddleware
 from aquilia_app.trusted_hosts import TrustedHostMiddleware, split_host
 
@@ -130,7 +131,6 @@ def preflight(origin=ORIGIN, method="PUT", headers=None):
 
 
 @pytest.mark.parametrize("options, message", [
-    (dict(allow_origins=["*"], allow_credentials=True), "allow_credentials"),
     (dict(allow_origins=["https://a.example/"]), "trailing '/'"),
     (dict(allow_origins=["a.example"]), "not an origin"),
     (dict(allow_origins="https://a.example"), "not the string"),
@@ -211,6 +211,31 @@ def test_cors_any_origin_is_the_same_answer_for_all():
         assert r.headers["access-control-allow-origin"] == "*" and "vary" not in r.headers
 
 
+def test_cors_any_origin_with_credentials_echoes_each_origin():
+    # browsers refuse '*' on a credentialed response: the origin itself comes back, and caches learn it varies
+    with TestClient(cors_app(allow_origins=["*"], allow_credentials=True, allow_headers=["*"])) as c:
+        for origin in ("https://x.example", "http://localhost:3000"):
+            r = c.get("/json", headers={"origin": origin})
+            assert r.headers["access-control-allow-origin"] == origin
+            assert r.headers["access-control-allow-credentials"] == "true" and r.headers["vary"] == "Origin"
+            r = c.options("/json", headers=preflight(origin=origin, method="POST", headers="x-token"))
+            assert r.status_code == 204 and r.headers["access-control-allow-origin"] == origin
+            assert r.headers["access-control-allow-credentials"] == "true"
+            assert r.headers["access-control-allow-headers"] == "x-token"
+        r = c.get("/json")
+        assert "access-control-allow-origin" not in r.headers and r.headers["vary"] == "Origin"
+
+
+def test_cors_any_header_names_authorization():
+    # Fetch 3.2.3: a '*' in Access-Control-Allow-Headers does not cover Authorization
+    with TestClient(cors_app(allow_origins=[ORIGIN], allow_headers=["*"])) as c:
+        r = c.options("/json", headers=preflight(method="POST", headers="Authorization, x-token"))
+        assert r.status_code == 204
+        assert r.headers["access-control-allow-headers"] == "*, authorization"
+        r = c.options("/json", headers=preflight(method="POST", headers="x-token"))
+        assert r.headers["access-control-allow-headers"] == "*"
+
+
 def test_cors_origin_regex_and_case():
     app = cors_app(allow_origin_regex=r"https://[a-z]+\.example\.com", allow_origins=["https://Other.example"])
     assert run(call(app, "GET", "/json", {"origin": "https://shop.example.com"})).headers[
@@ -250,6 +275,10 @@ def test_cors_never_changes_a_shared_response():
     ("br;q=abc, gzip", "gzip"),
     ("br;q=0.5000, gzip;q=0.1", "gzip"),  # more than 3 decimals: not a qvalue
     ("gzip ; q=0.7 , br;Q=0.8", "br"),
+    ("gzip;q=0.5, identity", None),  # identity preferred over every coding on offer
+    ("identity;q=0.9, *;q=0.5", None),
+    ("gzip, identity", "gzip"),  # a tie: the server's preference
+    ("identity;q=0.5, br", "br"),
     (", ,;, gzip", "gzip"),
 ])
 def test_accept_encoding_negotiation(header, expected):
@@ -337,6 +366,26 @@ def test_what_is_not_compressed():
     assert "content-encoding" not in r.headers and r.headers["vary"] == "Accept-Encoding" and r.text == TEXT
     r = run(call(app, "GET", "/text", {"accept-encoding": "br;q=0, gzip;q=0"}))
     assert "content-encoding" not in r.headers
+
+
+def test_vary_and_content_encoding_are_merged_not_duplicated():
+    app = app_with(CompressionMiddleware())
+
+    @app.get("/varies")
+    async def varies():
+        return Response(TEXT, headers=[("vary", "Cookie, accept-encoding")])
+
+    @app.get("/identity")
+    async def identity():
+        return Response(TEXT, headers=[("content-encoding", "identity"), ("vary", "Cookie")])
+
+    with TestClient(app) as c:
+        for ae in ("gzip", "identity"):
+            r = c.get("/varies", headers={"accept-encoding": ae})
+            assert r.headers.get_list("vary") == ["Cookie, accept-encoding"] and r.text == TEXT, ae
+        r = c.get("/identity", headers={"accept-encoding": "gzip"})
+        assert r.headers.get_list("content-encoding") == ["gzip"] and r.text == TEXT
+        assert r.headers.get_list("vary") == ["Cookie", "Accept-Encoding"]  # appended to the app's own
 
 
 def test_files_and_server_sent_events_are_never_compressed(tmp_path):
@@ -540,6 +589,26 @@ def test_session_tampered_expired_and_garbage_cookies_read_as_empty():
         assert r.status_code == 200 and r.json() == {}, bad
         assert cookie_of(r) == "", bad  # the bad cookie is deleted
     assert run(call(app, "GET", "/s", {"cookie": f"session={good}"})).json() == {"user": "ada"}
+
+
+def test_session_assigned_a_new_dict_is_saved():
+    app, mw = session_app()
+
+    @app.post("/replace")
+    async def replace(request: Request):
+        request.session = {"user": "bob"}
+
+    @app.post("/drop")
+    async def drop(request: Request):
+        request.session = None
+
+    with TestClient(app) as c:
+        r = c.post("/replace")
+        assert mw.loads(cookie_of(r)) == {"user": "bob"}
+        assert c.get("/s").json() == {"user": "bob"}
+        r = c.post("/drop")
+        assert cookie_of(r) == "" and "Max-Age=0" in r.headers["set-cookie"]
+        assert c.get("/s").json() == {}
 
 
 def test_session_key_rotation():

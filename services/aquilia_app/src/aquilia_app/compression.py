@@ -12,7 +12,8 @@ A compressed response gets ``Content-Encoding``, loses ``Content-Length`` (the f
 counts the new body) and ``Accept-Ranges``, and its strong ``ETag`` becomes weak (RFC 9110 8.8.1:
 the bytes differ from the identity representation's).  Every response that *could* be compressed
 says ``Vary: Accept-Encoding``, also when this client did not ask for compression, so that caches
-keep the two representations apart.
+keep the two representations apart (added to the response's own ``Vary``, unless that already names
+Accept-Encoding or is ``*``).
 
 The ``Accept-Encoding`` negotiation (RFC 9110 12.5.3) is written here by hand: no library parses it
 for us.  The codecs are zlib (stdlib), ``brotli`` and ``zstandard``.
@@ -31,7 +32,8 @@ __all__ = ["CompressionMiddleware", "negotiate", "compressible"]
 CODINGS = ("zstd", "br", "gzip")
 _ALIASES = {"x-gzip": "gzip"}  # RFC 9110 8.4.1.3: a recipient SHOULD treat x-gzip as gzip
 _NO_BODY_STATUSES = frozenset((204, 206, 304))
-_DROPPED = frozenset((b"content-length", b"accept-ranges"))
+# content-encoding: only "identity" can be there (anything else is never compressed), and it is replaced
+_DROPPED = frozenset((b"content-length", b"accept-ranges", b"content-encoding"))
 _VARY = (b"vary", b"Accept-Encoding")
 _CACHE_LIMIT = 256  # distinct Accept-Encoding / Content-Type values remembered (a few in practice)
 
@@ -89,7 +91,8 @@ def _weights(header: str) -> dict:
 def negotiate(header: str | None, offered: Iterable[str]) -> str | None:
     """The coding to use among ``offered`` (in the server's order of preference), or None for
     identity.  RFC 9110 12.5.3: the highest q wins, ``*`` stands for every coding not listed, q=0
-    means "not acceptable"; ties go to the server's preference.  Without the header we do not
+    means "not acceptable"; ties go to the server's preference, and an ``identity`` the client
+    weighs above every coding on offer wins (no compression).  Without the header we do not
     compress: any coding would be allowed, but old clients that omit it often cannot decode one."""
     if not header:
         return None
@@ -100,6 +103,9 @@ def negotiate(header: str | None, offered: Iterable[str]) -> str | None:
         q = weights.get(coding, star)
         if q > best_q:
             best, best_q = coding, q
+    # only an explicit identity counts: unlisted, it is merely acceptable, not preferred
+    if best is not None and weights.get("identity", 0.0) > best_q:
+        return None
     return best
 
 
@@ -172,11 +178,23 @@ def _weak_etag(value: bytes) -> bytes:
     return value if value.startswith(b"W/") else b"W/" + value
 
 
+def _varies(headers) -> bool:
+    """Whether a ``Vary`` already covers Accept-Encoding (named, or ``*``): no second one then."""
+    for k, v in headers or ():
+        if k == b"vary":
+            for name in v.split(b","):
+                name = name.strip().lower()
+                if name == b"accept-encoding" or name == b"*":
+                    return True
+    return False
+
+
 def _adjusted(headers, coding: str) -> list:
     """Headers of the compressed form: length and ranges dropped, ETag weakened, coding and Vary added."""
     out = [(k, _weak_etag(v) if k == b"etag" else v) for k, v in headers or () if k not in _DROPPED]
     out.append((b"content-encoding", coding.encode()))
-    out.append(_VARY)
+    if not _varies(headers):
+        out.append(_VARY)
     return out
 
 
@@ -252,7 +270,7 @@ class CompressionMiddleware(Middleware):
 
     def _whole(self, response: Response, coding: str | None) -> Response:
         if coding is None:
-            return response.with_headers([_VARY])
+            return response if _varies(response.extra) else response.with_headers([_VARY])
         out = Response(self.codecs.compress(coding, response.body), response.status, None, response.media_type)
         out.extra = _adjusted(response.extra, coding)
         return out
@@ -260,7 +278,8 @@ class CompressionMiddleware(Middleware):
     def _stream(self, response: StreamingResponse, coding: str | None) -> None:
         """Compress a per-request stream in place: its iterable becomes the compressed chunks."""
         if coding is None:
-            response.raw_headers.append(_VARY)
+            if not _varies(response.raw_headers):
+                response.raw_headers.append(_VARY)
             return
         response.raw_headers = _adjusted(response.raw_headers, coding)
         # the original chunks, as bytes and closed at the end, by StreamingResponse.chunks (which reads

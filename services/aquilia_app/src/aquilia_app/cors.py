@@ -6,7 +6,8 @@ describes it, as native middleware.
   which of origin, method or header is not allowed.
 * Any other request with an allowed ``Origin`` gets ``Access-Control-Allow-Origin`` (the origin
   itself, or ``*`` when every origin is allowed without credentials), ``-Allow-Credentials`` and
-  ``-Expose-Headers``.
+  ``-Expose-Headers``.  ``*`` never goes out with credentials (browsers refuse it): with
+  ``allow_origins=["*"]`` and ``allow_credentials=True`` every origin is echoed.
 * Caches (Fetch 3.2.5): when every origin gets the same answer (``*``), *every* response says
   ``Access-Control-Allow-Origin: *`` and none says ``Vary: Origin``; otherwise every response - a
   request without ``Origin`` too - says ``Vary: Origin``, so a cache never serves one origin's answer
@@ -31,6 +32,8 @@ _ORIGIN = re.compile(r"[a-z][a-z0-9+.\-]*://[^/?#\s]+\Z")  # scheme://host[:port
 # among them because a JSON API's clients send it with a value that is not safelisted.
 _SAFELISTED = frozenset(("accept", "accept-language", "content-language", "content-type"))
 _PREFLIGHT_VARY = ("vary", "Origin, Access-Control-Request-Method, Access-Control-Request-Headers")
+# Fetch 3.2.3: '*' in Access-Control-Allow-Headers never covers Authorization; it must be named.
+_NON_WILDCARD = "authorization"
 
 
 def _names(values: Iterable[str], what: str, upper: bool) -> tuple:
@@ -65,9 +68,9 @@ def _origins(values: Iterable[str]) -> tuple:
 
 
 class CORSMiddleware(Middleware):
-    """See the module docstring.  ``allow_origins=["*"]`` allows every origin (not with
-    credentials: browsers refuse it, so this is an error here); ``allow_origin_regex`` is matched
-    against the whole origin.  ``allow_methods`` / ``allow_headers`` of ``["*"]`` allow any."""
+    """See the module docstring.  ``allow_origins=["*"]`` allows every origin (with credentials:
+    each origin is echoed, as browsers refuse ``*`` then); ``allow_origin_regex`` is matched against
+    the whole origin.  ``allow_methods`` / ``allow_headers`` of ``["*"]`` allow any."""
 
     def __init__(self, allow_origins: Iterable[str] = (), allow_origin_regex: str | None = None,
                  allow_methods: Iterable[str] = ("GET", "HEAD", "POST"), allow_headers: Iterable[str] = (),
@@ -78,9 +81,8 @@ class CORSMiddleware(Middleware):
         if not origins and allow_origin_regex is None:
             raise ValueError("CORS allows no origin: give allow_origins and/or allow_origin_regex")
         self.any_origin = origins == ("*",)
-        if self.any_origin and allow_credentials:
-            raise ValueError("allow_origins=['*'] cannot be combined with allow_credentials=True: browsers "
-                             "ignore '*' on credentialed requests; list the origins instead")
+        # every origin gets the same '*' answer, unless credentials make each one echo its origin
+        self.star = self.any_origin and not allow_credentials
         if self.any_origin and allow_origin_regex is not None:
             raise ValueError("allow_origin_regex is pointless with allow_origins=['*']")
         self.origins = frozenset(origins)
@@ -117,7 +119,7 @@ class CORSMiddleware(Middleware):
             if wanted is not None:
                 return self.preflight(origin, wanted, request.headers.get("access-control-request-headers"))
         response = await call_next(request)
-        if self.any_origin:  # the same answer for all: also on requests without Origin (Fetch 3.2.5)
+        if self.star:  # the same answer for all: also on requests without Origin (Fetch 3.2.5)
             return response.with_headers([("access-control-allow-origin", "*"), *self._actual])
         if origin is None or not self.origin_allowed(origin):
             return response.with_headers([("vary", "Origin")])
@@ -147,10 +149,10 @@ class CORSMiddleware(Middleware):
             methods = method if self.credentials else "*"
         else:
             methods = ", ".join(self.methods)
-        out = [("access-control-allow-origin", "*" if self.any_origin else origin),
+        out = [("access-control-allow-origin", "*" if self.star else origin),
                ("access-control-allow-methods", methods), ("access-control-max-age", self.max_age)]
         if any_header and not self.credentials:
-            out.append(("access-control-allow-headers", "*"))
+            out.append(("access-control-allow-headers", "*, authorization" if _NON_WILDCARD in asked else "*"))
         elif asked:
             out.append(("access-control-allow-headers", ", ".join(asked)))
         if self.credentials:

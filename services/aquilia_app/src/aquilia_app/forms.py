@@ -13,6 +13,8 @@ Limits (``FormLimits``: per call, ``request.form(limits)``, or app-wide via ``ap
 limit                         default       exceeded ->
 ============================  ============  =====================================================
 ``max_parts``                 1000          413 (fields + files, urlencoded pairs included)
+``max_fields``                = parts       413 (text fields, urlencoded pairs included)
+``max_files``                 = parts       413 (file parts)
 ``max_field_size``            1 MiB         413 (a text field's bytes; urlencoded: name + value)
 ``max_file_size``             = total       413 (one file's bytes)
 ``max_total_size``            app max body  413 (the whole body; ``None``: the request's max_body)
@@ -24,10 +26,16 @@ limit                         default       exceeded ->
 body; an app taking larger uploads raises it (or ``max_body_size``).  A body that is not a valid form
 (no boundary, truncated, garbage, a part without a name, text that is not UTF-8) is a 400; another
 content type is a 415; a body slower than the app's ``body_timeout`` is a 408.
+
+A file part's ``filename`` is the name the client sent, decoded (UTF-8; an RFC 8187 ``filename*``,
+which some clients send although RFC 7578 4.2 tells them not to, wins over ``filename``), reduced to
+its last path segment: a path (``../../x``, ``C:\\dir\\x``, a folder upload's ``dir/x``) never reaches
+code that joins the name to a directory.  The part's raw headers stay in ``UploadFile.headers``.
 """
 from __future__ import annotations
 
 import asyncio
+import re
 import tempfile
 from dataclasses import dataclass
 from typing import Iterator
@@ -51,6 +59,8 @@ _MULTIPART = b"multipart/form-data"
 @dataclass(frozen=True, slots=True)
 class FormLimits:
     max_parts: int = 1000
+    max_fields: int | None = None  # None: up to max_parts
+    max_files: int | None = None  # None: up to max_parts
     max_field_size: int = MIB
     max_file_size: int | None = None  # None: up to the total size
     max_total_size: int | None = None  # None: the request's max_body (the app's max_body_size)
@@ -181,10 +191,12 @@ def _too_large(limit: int, what: str) -> PayloadTooLarge:
 class _Limits:
     """FormLimits resolved for one request (the defaults that depend on it filled in)."""
 
-    __slots__ = ("parts", "field", "file", "total", "part_headers", "spool")
+    __slots__ = ("parts", "fields", "files", "field", "file", "total", "part_headers", "spool")
 
     def __init__(self, limits: FormLimits, max_body: int):
         self.parts = limits.max_parts
+        self.fields = min(self.parts, limits.max_fields) if limits.max_fields is not None else self.parts
+        self.files = min(self.parts, limits.max_files) if limits.max_files is not None else self.parts
         self.field = limits.max_field_size
         self.total = limits.max_total_size if limits.max_total_size is not None else max_body
         self.file = limits.max_file_size if limits.max_file_size is not None else self.total
@@ -206,8 +218,8 @@ class _UrlencodedReader:
             "on_field_end": self._end})
 
     def _start(self) -> None:
-        if len(self.items) >= self.limits.parts:
-            raise PayloadTooLarge(self.limits.parts, f"the form has more than {self.limits.parts} fields")
+        if len(self.items) >= self.limits.fields:
+            raise PayloadTooLarge(self.limits.fields, f"the form has more than {self.limits.fields} fields")
         self.name, self.value = bytearray(), bytearray()
 
     def _add(self, buf: bytearray, data: bytes, start: int, end: int) -> None:
@@ -262,7 +274,7 @@ class _MultipartReader:
         self.items: list = []
         self.uploads: list[UploadFile] = []
         self.events: list = []
-        self.parts = 0
+        self.parts = self.fields = 0
         self.part: _Part | None = None
         self.headers: list = []
         self.hname, self.hvalue = bytearray(), bytearray()
@@ -313,16 +325,25 @@ class _MultipartReader:
     # -- event handling (async) ----------------------------------------------------------------
     def _begin(self, headers: list) -> _Part:
         h = Headers(headers)
-        kind, params = parse_options_header(h.get("content-disposition"))
+        disposition = h.get("content-disposition")
+        kind, params = parse_options_header(disposition)
         name = params.get(b"name")
         if kind != b"form-data" or name is None:
             raise BadRequest("a multipart part has no Content-Disposition: form-data with a name")
         name_s = name.decode("utf-8", "replace")
         filename = params.get(b"filename")
-        if filename is None:
+        extended = _ext_filename(disposition)
+        if filename is None and extended is None:
+            self.fields += 1
+            if self.fields > self.limits.fields:
+                raise PayloadTooLarge(self.limits.fields, f"the form has more than {self.limits.fields} fields")
             return _Part(name_s, None)
-        upload = UploadFile(filename.decode("utf-8", "replace"),
-                            h.get("content-type") or "application/octet-stream", h, self.limits.spool)
+        if len(self.uploads) >= self.limits.files:
+            raise PayloadTooLarge(self.limits.files, f"the form has more than {self.limits.files} files")
+        if extended is None:
+            extended = filename.decode("utf-8", "replace")
+        upload = UploadFile(_basename(extended), h.get("content-type") or "application/octet-stream", h,
+                            self.limits.spool)
         self.uploads.append(upload)
         return _Part(name_s, upload)
 
@@ -369,6 +390,36 @@ class _MultipartReader:
     async def abort(self) -> None:
         for f in self.uploads:
             await f.close()
+
+
+_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
+_EXT_FILENAME = re.compile(r";\s*filename\*\s*=\s*([^;\s]*)", re.IGNORECASE)
+
+
+def _ext_filename(disposition: str) -> str | None:
+    """The decoded RFC 8187 ``filename*=UTF-8''caf%C3%A9.txt`` of a Content-Disposition; None when
+    there is none or it cannot be decoded (then ``filename`` is used).  python-multipart drops it."""
+    if "*" not in disposition:  # the common case: nothing to look for
+        return None
+    # quoted strings blanked first, so a 'filename*=' inside another parameter's value is not seen
+    m = _EXT_FILENAME.search(_QUOTED.sub('""', disposition))
+    if m is None:
+        return None
+    charset, q1, rest = m.group(1).partition("'")
+    _language, q2, value = rest.partition("'")
+    charset = charset.lower()
+    if not (q1 and q2) or charset not in ("utf-8", "iso-8859-1"):  # the two RFC 8187 requires
+        return None
+    try:
+        return unquote_to_bytes(value).decode(charset)
+    except UnicodeDecodeError:
+        return None
+
+
+def _basename(filename: str) -> str:
+    """The last segment of a client-sent path, either separator; ``.`` and ``..`` are no name."""
+    name = filename.rpartition("/")[2].rpartition("\\")[2]
+    return "" if name in (".", "..") else name
 
 
 def _reader(content_type: str | None, limits: _Limits):

@@ -8,7 +8,8 @@ empty session - never an error - and is deleted.
 
 The cookie is written only when the session changed (``Session.modified``: set by every dict method
 that changes it; set it yourself after changing a nested value in place, e.g.
-``session["cart"].append(x)``), and deleted when the session was emptied.  The timestamp is the time
+``session["cart"].append(x)``), and deleted when the session was emptied.  Assigning
+``request.session`` a new dict (or None) replaces the session.  The timestamp is the time
 of the last write, so a session lives ``max_age`` seconds after its last change.
 
 Key rotation: ``secret_key`` may be a list, newest first; the newest signs, all verify.
@@ -172,6 +173,9 @@ class SessionMiddleware(Middleware):
         data = self.loads(raw) if raw else None
         session = request.session = Session(data) if data else Session()
         response = await call_next(request)
+        if request.session is not session:  # the handler assigned a new dict (or None): that is the session now
+            session = Session(request.session or ())
+            session.modified = True
         if session.modified and session:
             return response.with_headers([("set-cookie", self._cookie(session))])
         if raw is not None and (not session or data is None):  # emptied, or it was invalid
