@@ -117,6 +117,11 @@ async def cookie_stream():
     return StreamingResponse(gen()).set_cookie("s", "1", httponly=True)
 
 
+@app.get("/nothing")
+async def nothing():
+    return None  # 204
+
+
 @app.get("/redirect")
 async def redirect(to: str, status: int = 307):
     return RedirectResponse(to, status)

@@ -13,8 +13,11 @@ from hypothesis import given, settings, strategies as st
 from files_app import BIG_SIZE, SERVERS, big_bytes, make_tree, serving
 from server_util import read_response
 
+from aquilia_app import App, Request
 from aquilia_app.exceptions import NotFound
-from aquilia_app.files import (UNSATISFIABLE, FileResponse, content_disposition, guess_media_type, parse_range)
+from aquilia_app.files import (UNSATISFIABLE, FileResponse, StaticFiles, content_disposition, guess_media_type,
+                               parse_range)
+from aquilia_app.testclient import TestClient
 
 BIG = big_bytes()
 
@@ -93,6 +96,25 @@ def test_ignored_range_gives_the_whole_file(server, spec):
     _, c, _, _ = server
     r = c.get("/file", headers={"range": spec.encode("utf-8")})
     assert r.status_code == 200 and len(r.content) == BIG_SIZE and "content-range" not in r.headers
+
+
+def test_several_ranges_on_the_wire(server):
+    _, c, _, _ = server
+    r = c.get("/file", headers={"range": "bytes=100-199, 0-99,150-300"})  # overlapping and touching: one range
+    assert r.status_code == 206 and r.content == BIG[:301]
+    assert r.headers["content-range"] == f"bytes 0-300/{BIG_SIZE}"
+    r = c.get("/file", headers={"range": f"bytes={BIG_SIZE}-,{BIG_SIZE + 10}-{BIG_SIZE + 20}"})
+    assert r.status_code == 416 and r.headers["content-range"] == f"bytes */{BIG_SIZE}"
+
+
+def test_preconditions_on_the_wire(server):
+    _, c, _, _ = server
+    modified = c.get("/file").headers["last-modified"]
+    for h in ({"if-match": '"nope"'}, {"if-unmodified-since": "Thu, 01 Jan 1970 00:00:00 GMT"}):
+        r = c.get("/file", headers=h)
+        assert r.status_code == 412 and r.json()["status"] == 412, h
+    r = c.get("/file", headers={"if-match": "*", "if-unmodified-since": modified, "range": "bytes=0-3"})
+    assert r.status_code == 206 and r.content == BIG[:4]
 
 
 def test_if_range(server):
@@ -199,7 +221,109 @@ def test_static_html_mode(server):
     assert r.headers["cache-control"] == "public, max-age=60"
     r = c.get("/site/sub")
     assert r.status_code == 307 and r.headers["location"] == "/site/sub/"
+    r = c.get("/site/sub?a=1&b=%C3%A9")  # the query string survives the redirect
+    assert r.status_code == 307 and r.headers["location"] == "/site/sub/?a=1&b=%C3%A9"
     assert c.get("/site/sub/data.json").headers["cache-control"] == "public, max-age=60"
+
+
+# -- in process (TestClient): conditions, several ranges, html mode, files changed under us ------------
+@pytest.fixture()
+def local(tmp_path):
+    """A TestClient over an app serving ``tmp_path/pub`` and the file ``tmp_path/pub/a.txt``."""
+    pub = tmp_path / "pub"
+    (pub / "sub").mkdir(parents=True)
+    (pub / "a.txt").write_bytes(b"0123456789")
+    (pub / "sub" / "index.html").write_bytes(b"<p>sub</p>")
+    app = App()
+    app.mount("/site", StaticFiles(pub, html=True, max_age=60))
+    app.mount("/plain", StaticFiles(pub))
+    swap = {}
+
+    @app.get("/a")
+    async def a(request: Request):
+        resp = FileResponse(pub / "a.txt", request=request)
+        if "then" in swap:  # the file changes after the stat, before the send
+            swap.pop("then")()
+        return resp
+
+    with TestClient(app) as client:
+        yield client, pub, swap
+
+
+@pytest.mark.parametrize("spec,status,body,content_range", [
+    ("bytes=0-1,2-3", 206, b"0123", "bytes 0-3/10"),  # touching
+    ("bytes=5-9, 0-6", 206, b"0123456789", "bytes 0-9/10"),  # overlapping, out of order
+    ("bytes=0-1,,2-3", 206, b"0123", "bytes 0-3/10"),  # an empty list element
+    ("bytes=2-3,20-", 206, b"23", "bytes 2-3/10"),  # the part past the end is dropped
+    ("bytes=20-,30-40,-0", 416, None, "bytes */10"),  # nothing overlaps the file
+    ("bytes=0-1,5-6", 200, b"0123456789", None),  # apart: would take multipart, the whole file instead
+    ("bytes=0-1,3-2", 200, b"0123456789", None),  # one invalid spec: the header is ignored
+])
+def test_several_ranges(local, spec, status, body, content_range):
+    c, _, _ = local
+    r = c.get("/a", headers={"range": spec})
+    assert r.status_code == status and r.headers.get("content-range") == content_range
+    if body is not None:
+        assert r.content == body and r.headers["content-length"] == str(len(body))
+
+
+def test_if_match_and_if_unmodified_since(local):
+    c, _, _ = local
+    first = c.get("/a")
+    etag, modified = first.headers["etag"], first.headers["last-modified"]
+    for h in ({"if-match": '"other"'}, {"if-match": etag},  # If-Match compares strongly: a weak tag never matches
+              {"if-unmodified-since": "Thu, 01 Jan 1970 00:00:00 GMT"},
+              {"if-match": '"x"', "if-none-match": etag}):  # 412 is decided before 304
+        r = c.get("/a", headers=h)
+        assert r.status_code == 412 and r.headers["content-type"] == "application/problem+json", h
+        assert c.head("/a", headers=h).status_code == 412
+    for h in ({"if-match": "*"}, {"if-unmodified-since": modified}, {"if-unmodified-since": "not a date"},
+              {"if-match": "*", "if-unmodified-since": "Thu, 01 Jan 1970 00:00:00 GMT"}):  # If-Match wins
+        r = c.get("/a", headers=h)
+        assert r.status_code == 200 and r.content == b"0123456789", h
+    assert c.get("/a", headers={"if-match": "*", "if-none-match": etag}).status_code == 304
+
+
+def test_static_html_mode_404_page_and_redirect_query(local):
+    c, pub, _ = local
+    assert c.get("/site/nope.txt").headers["content-type"] == "application/problem+json"  # no 404.html yet
+    (pub / "404.html").write_bytes(b"<h1>gone</h1>")
+    for path in ("/site/nope.txt", "/site/sub/nope/", "/site/a.txt/", "/site/sub//a.txt"):
+        r = c.get(path)
+        assert r.status_code == 404 and r.content == b"<h1>gone</h1>", path
+        assert r.headers["content-type"] == "text/html; charset=utf-8" and "cache-control" not in r.headers
+    r = c.get("/site/nope", headers={"range": "bytes=0-1", "if-none-match": "*"})  # no negotiation on a 404
+    assert r.status_code == 404 and r.content == b"<h1>gone</h1>"
+    r = c.get("/plain/nope.txt")  # only in html mode
+    assert r.status_code == 404 and r.headers["content-type"] == "application/problem+json"
+    r = c.get("/site/sub?q=caf%C3%A9&x")
+    assert r.status_code == 307 and r.headers["location"] == "/site/sub/?q=caf%C3%A9&x"
+
+
+def test_file_changed_between_stat_and_send(local):
+    c, pub, swap = local
+    path = pub / "a.txt"
+
+    def rewrite():
+        path.write_bytes(b"a longer, newer content")
+        os.utime(path, ns=(0, 1_000_000_000_000_000_000))
+
+    for headers in ({}, {"range": "bytes=0-3"}):  # a range of the old file: the new one whole instead
+        path.write_bytes(b"0123456789")
+        swap["then"] = rewrite
+        r = c.get("/a", headers=headers)
+        st_ = os.stat(path)
+        assert r.status_code == 200 and r.content == b"a longer, newer content" and "content-range" not in r.headers
+        assert r.headers["content-length"] == str(st_.st_size)
+        assert r.headers["etag"] == f'W/"{st_.st_size:x}-{st_.st_mtime_ns:x}"'
+        assert r.headers["last-modified"] == formatdate(int(st_.st_mtime), usegmt=True)
+
+    def fifo():
+        path.unlink()
+        os.mkfifo(path)
+
+    swap["then"] = fifo  # never opened for reading (that would wait for a writer)
+    assert c.get("/a").status_code == 404
 
 
 # -- the pure helpers -------------------------------------------------------------------------------
@@ -211,6 +335,11 @@ def test_parse_range():
     assert parse_range("bytes=-1", 0) is UNSATISFIABLE
     assert parse_range("bytes=3-2", 10) is None
     assert parse_range("bytes=1-2, 4-5", 10) is None
+    assert parse_range("bytes=1-2, 3-5", 10) == (1, 6)
+    assert parse_range("bytes=-3, 0-1", 10) is None  # apart
+    assert parse_range("bytes=-2,7-", 10) == (7, 10)
+    assert parse_range("bytes=10-,11-12", 10) is UNSATISFIABLE
+    assert parse_range("bytes=,", 10) is None and parse_range("bytes=", 10) is None
     assert parse_range("bytes=" + "1" * 31 + "-", 10) is None  # too many digits: ignored, not int()'d
     assert parse_range("bytes=0-" + " " * 300, 10) is None  # over MAX_RANGE_HEADER
 

@@ -115,6 +115,14 @@ def test_per_request_responses_change_in_place():
     assert s.rsgi_headers()[-1] == ("x-up", "1")
 
 
+@pytest.mark.parametrize("status", [101, 204, 304])
+def test_no_content_length_where_rfc_9110_forbids_it(status):
+    r = Response(b"", status, [("x-a", "1")])
+    assert r.header("content-length") is None and r.header("x-a") == "1"
+    assert r.with_headers([("x-b", "2")]).header("content-length") is None
+    assert Response(b"", 200).header("content-length") == "0"
+
+
 def test_add_header_invalidates_the_built_headers():
     r = Response.json({"a": 1})
     assert len(r.raw_headers) == 2
@@ -191,7 +199,7 @@ def test_event_source_arguments():
         with pytest.raises(ValueError):
             EventSourceResponse(_agen(), ping=ping)
     r = EventSourceResponse(_agen(), ping=None, headers=[("x-a", "1")])
-    assert r.raw_headers == [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-store"),
+    assert r.raw_headers == [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
                              (b"x-accel-buffering", b"no"), (b"x-a", b"1")]
 
 
@@ -269,6 +277,18 @@ def test_cookies_on_the_wire(server):
     assert r.text == "streamed" and r.headers["set-cookie"] == "s=1; Path=/; HttpOnly; SameSite=Lax"
 
 
+def test_no_content_body_has_no_content_length_on_the_wire(server):
+    port, _ = server
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(b"GET /nothing HTTP/1.1\r\nHost: t\r\n\r\n")
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = s.recv(65536)
+            assert chunk, head
+            head += chunk
+    assert head.startswith(b"HTTP/1.1 204") and b"content-length" not in head.lower(), head
+
+
 def test_redirects_on_the_wire(server):
     _, c = server
     for status in (301, 302, 303, 307, 308):
@@ -290,7 +310,7 @@ def test_sse_on_the_wire(server):
     _, c = server
     with c.stream("GET", "/sse", params={"n": 3}) as r:
         assert r.status_code == 200 and r.headers["content-type"] == "text/event-stream"
-        assert r.headers["cache-control"] == "no-store" and r.headers["x-accel-buffering"] == "no"
+        assert r.headers["cache-control"] == "no-cache" and r.headers["x-accel-buffering"] == "no"
         text = r.read().decode()
     assert _events(text) == ['event: tick\nid: 0\ndata: {"i":0}', 'event: tick\nid: 1\ndata: {"i":1}',
                              'event: tick\nid: 2\ndata: {"i":2}', "data: multi\ndata: line"]

@@ -4,14 +4,17 @@
 ``FileResponse(path, request=request)`` answers as RFC 9110 says for GET and HEAD:
 
 * validators: a weak ``ETag`` (size and mtime: cheap, no hashing, so only weakly reliable) and
-  ``Last-Modified``; ``If-None-Match`` (weak comparison) or else ``If-Modified-Since`` -> 304.
-* ``Range: bytes=a-b | a- | -n`` -> 206 with ``Content-Range``; a range past the end -> 416 with
-  ``Content-Range: bytes */size``.  A Range with more than one range, another unit or bad syntax is
-  ignored: the whole file, 200 (RFC 9110 lets a server ignore Range; multipart/byteranges is not
-  built, which also closes the many-small-ranges amplification).  ``If-Range`` with a date equal to
+  ``Last-Modified``.  In RFC 9110 13.2.2's order: ``If-Match`` (strong comparison, so only ``*``
+  matches our weak tag) or else ``If-Unmodified-Since`` -> 412; ``If-None-Match`` (weak comparison)
+  or else ``If-Modified-Since`` -> 304.
+* ``Range: bytes=a-b | a- | -n`` -> 206 with ``Content-Range``; no range overlapping the file -> 416
+  with ``Content-Range: bytes */size``.  Several ranges that overlap or touch are merged into one
+  (14.2 allows it); ranges that stay apart, another unit or bad syntax make the Range ignored: the
+  whole file, 200 (RFC 9110 lets a server ignore Range; multipart/byteranges is not built, which
+  also closes the many-small-ranges amplification).  ``If-Range`` with a date equal to
   ``Last-Modified`` keeps the range; with an ETag it never does, since ours is weak and If-Range
   needs a strong match (13.1.5): the client gets the whole file, which is always correct.
-* HEAD: the same headers, no body.  ``If-Match`` / ``If-Unmodified-Since`` are not evaluated.
+* HEAD: the same headers, no body.
 
 Without ``request`` the file is sent whole, as 200 (or ``status``).  On ASGI the file is read off the
 event loop in 64 KiB chunks (or handed to the server with the ``http.response.pathsend`` extension,
@@ -39,18 +42,45 @@ __all__ = ["FileResponse", "StaticFiles", "parse_range", "content_disposition", 
 CHUNK_SIZE = 64 * 1024
 UNSATISFIABLE = "unsatisfiable"  # parse_range's answer for a range past the end (-> 416)
 MAX_RANGE_HEADER = 200  # longer Range values are ignored (a single range needs far less)
-_RANGE = re.compile(r"\s*bytes\s*=\s*([0-9]{0,30})\s*-\s*([0-9]{0,30})\s*\Z", re.I)
+_BYTES_UNIT = re.compile(r"\s*bytes\s*=", re.I)
+_RANGE_SPEC = re.compile(r"\s*([0-9]{0,30})\s*-\s*([0-9]{0,30})\s*\Z")
 _TAGS = re.compile(r'(?:W/)?"([^"]*)"')
 _COMPRESSED = {"gzip": "application/gzip", "bzip2": "application/x-bzip2", "xz": "application/x-xz",
                "br": "application/x-brotli", "compress": "application/x-compress"}
 
 
 def parse_range(header: str, size: int):
-    """One ``bytes`` range of a file of ``size`` bytes: ``(start, end)`` with ``end`` exclusive,
-    ``UNSATISFIABLE`` when it starts past the end, or None when the header is to be ignored."""
-    if len(header) > MAX_RANGE_HEADER or "," in header:
+    """The ``bytes`` range to send of a file of ``size`` bytes: ``(start, end)`` with ``end``
+    exclusive, ``UNSATISFIABLE`` when no range overlaps the file, or None when the header is to be
+    ignored (bad syntax, or ranges that stay apart once overlapping and touching ones are merged)."""
+    if len(header) > MAX_RANGE_HEADER:
         return None
-    m = _RANGE.match(header)
+    m = _BYTES_UNIT.match(header)
+    if m is None:
+        return None
+    specs = [spec for spec in header[m.end():].split(",") if spec.strip()]  # empty elements are allowed (5.6.1)
+    if not specs:
+        return None
+    spans = []
+    for spec in specs:
+        one = _one_range(spec, size)
+        if one is None:  # one invalid range-spec makes the whole header invalid: ignored
+            return None
+        if one is not UNSATISFIABLE:
+            spans.append(one)
+    if not spans:
+        return UNSATISFIABLE
+    spans.sort()
+    start, end = spans[0]
+    for s, e in spans[1:]:
+        if s > end:  # a gap: this would take multipart/byteranges
+            return None
+        end = max(end, e)
+    return start, end
+
+
+def _one_range(spec: str, size: int):
+    m = _RANGE_SPEC.match(spec)
     if m is None:
         return None
     first, last = m.groups()
@@ -78,6 +108,18 @@ def _http_date(text: str) -> float | None:
         return when.timestamp()
     except (ValueError, OverflowError):
         return None
+
+
+def _precondition_failed(request, mtime: int) -> bool:
+    """If-Match (strong comparison: our weak tag never matches, only ``*``), else If-Unmodified-Since."""
+    im = request.header("if-match")
+    if im is not None:
+        return im.strip() != "*"
+    ius = request.header("if-unmodified-since")
+    if ius is None:
+        return False
+    since = _http_date(ius)
+    return since is not None and mtime > since  # not a date: ignored (13.1.4)
 
 
 def _not_modified(request, opaque_tag: str, mtime: int) -> bool:
@@ -125,6 +167,21 @@ def guess_media_type(path: str) -> str:
     return media_type + "; charset=utf-8" if media_type.startswith("text/") else media_type
 
 
+def _open(path: str):
+    """``(fd, fstat)`` of a regular file; OSError otherwise.  O_NONBLOCK: a FIFO put in the file's
+    place must not block the thread in open()."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    st = os.fstat(fd)
+    if not stat_mod.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise OSError(f"{path} is not a regular file any more")
+    return fd, st
+
+
+def _opaque_tag(st) -> str:
+    return f"{st.st_size:x}-{st.st_mtime_ns:x}"
+
+
 def _stat(path: str):
     try:
         return os.stat(path)
@@ -138,7 +195,7 @@ class FileResponse(PerRequestResponse):
     ``status`` and the headers are final before anything is sent; a missing file raises ``NotFound``.
     ``filename`` makes it a download (``Content-Disposition``, ``content_disposition_type``)."""
 
-    __slots__ = ("path", "chunk_size", "size", "_range", "_body", "_head")
+    __slots__ = ("path", "chunk_size", "size", "_stamp", "_range", "_body", "_head")
 
     def __init__(self, path, status: int = 200, headers=None, media_type: str | None = None,
                  filename: str | None = None, *, request=None, stat_result=None,
@@ -150,11 +207,12 @@ class FileResponse(PerRequestResponse):
         if st is None or not stat_mod.S_ISREG(st.st_mode):
             raise NotFound("file not found")
         self.status, self.chunk_size, self.size = status, chunk_size, st.st_size
+        self._stamp = (st.st_size, st.st_mtime_ns)  # to notice a change before the file is opened
         self._range = None  # (start, end exclusive) of a 206
-        self._body = None  # bytes sent instead of the file (304, 416)
+        self._body = None  # bytes sent instead of the file (304, 412, 416)
         self._head = request is not None and request.method == "HEAD"
         mtime = int(st.st_mtime)
-        tag = f"{st.st_size:x}-{st.st_mtime_ns:x}"
+        tag = _opaque_tag(st)
         validators = [(b"etag", f'W/"{tag}"'.encode()), (b"last-modified", formatdate(mtime, usegmt=True).encode())]
         extra = _encode_headers(headers) if headers else []
         raw = [(b"content-type", (media_type or guess_media_type(self.path)).encode("latin-1")),
@@ -169,7 +227,10 @@ class FileResponse(PerRequestResponse):
             self.raw_headers.append((b"content-length", b"%d" % (end - start)))
 
     def _negotiate(self, request, tag: str, mtime: int, not_modified_headers: list) -> None:
-        """304, 206 or 416 instead of 200, as the request's conditional and Range headers say."""
+        """412, 304, 206 or 416 instead of 200, as the request's conditional and Range headers say."""
+        if _precondition_failed(request, mtime):
+            self._answer_problem(412, "Precondition Failed", "the file does not match the request's preconditions")
+            return
         if _not_modified(request, tag, mtime):
             self.status, self._body, self.raw_headers = 304, b"", not_modified_headers
             return
@@ -178,17 +239,32 @@ class FileResponse(PerRequestResponse):
             return
         wanted = parse_range(header, self.size)
         if wanted is UNSATISFIABLE:
-            body = problem(416, "Range Not Satisfiable", f"the file has {self.size} bytes").body
-            self.status, self._body = 416, body
-            self.raw_headers = [(b"content-type", CT_PROBLEM), (b"content-range", b"bytes */%d" % self.size),
-                                (b"content-length", b"%d" % len(body))]
+            self._answer_problem(416, "Range Not Satisfiable", f"the file has {self.size} bytes")
+            self.raw_headers.append((b"content-range", b"bytes */%d" % self.size))
         elif wanted is not None:
             self.status, self._range = 206, wanted
             self.raw_headers.append((b"content-range", b"bytes %d-%d/%d" % (wanted[0], wanted[1] - 1, self.size)))
 
+    def _answer_problem(self, status: int, title: str, detail: str) -> None:
+        body = problem(status, title, detail).body
+        self.status, self._body = status, body
+        self.raw_headers = [(b"content-type", CT_PROBLEM), (b"content-length", b"%d" % len(body))]
+
+    def _changed_since_stat(self, st) -> None:
+        """The file was replaced or rewritten between the stat and the open: the headers describe the
+        old one.  Send the new file whole, with its own validators (a 200 is a right answer to a
+        range request too), rather than its bytes under the old ETag and length."""
+        self.size, self._range = st.st_size, None
+        if self.status == 206:
+            self.status = 200
+        new = {b"etag": f'W/"{_opaque_tag(st)}"'.encode(),
+               b"last-modified": formatdate(int(st.st_mtime), usegmt=True).encode(),
+               b"content-length": b"%d" % st.st_size}
+        self.raw_headers = [(k, new.get(k, v)) for k, v in self.raw_headers if k != b"content-range"]
+
     async def __call__(self, scope, receive, send) -> None:
-        start = {"type": "http.response.start", "status": self.status, "headers": self.raw_headers}
         head = self._head or scope.get("method") == "HEAD"
+        start = {"type": "http.response.start", "status": self.status, "headers": self.raw_headers}
         if self._body is not None or head:
             await send(start)
             await send({"type": "http.response.body", "body": b"" if head else self._body})
@@ -198,11 +274,14 @@ class FileResponse(PerRequestResponse):
             await send({"type": "http.response.pathsend", "path": self.path})
             return
         try:
-            fd = await asyncio.to_thread(os.open, self.path, os.O_RDONLY | os.O_CLOEXEC)
+            fd, st = await asyncio.to_thread(_open, self.path)
         except OSError:  # gone since it was stat'ed
             self.status = 404
             return await problem(404, "Not Found", "file not found")(scope, receive, send)
         try:
+            if (st.st_size, st.st_mtime_ns) != self._stamp:
+                self._changed_since_stat(st)
+                start = {"type": "http.response.start", "status": self.status, "headers": self.raw_headers}
             await send(start)
             await self._send_chunks(fd, *(self._range or (0, self.size)), receive, send)
         finally:
@@ -262,11 +341,12 @@ class StaticFiles:
     """Serve the files under ``directory``: ``await static(request, path)`` -> a ``FileResponse``
     (conditional requests and ranges included); ``NotFound`` for anything else.
 
-    ``html``: a directory serves its ``index.html`` (``dir`` redirects to ``dir/``); otherwise a
-    directory is a 404, like a missing file.  ``follow_symlink``: False (default) serves a file only if
-    its real path, symlinks resolved, is inside the directory; True lets symlinks inside the tree point
-    anywhere (the path itself still cannot climb out).  ``max_age``: ``Cache-Control: public,
-    max-age=N``.  Dot files are served like any other file."""
+    ``html``: a directory serves its ``index.html`` (``dir`` redirects to ``dir/``, the query string
+    kept), and anything not found is answered with the root's ``404.html`` (status 404) when there is
+    one; otherwise a directory is a 404, like a missing file.  ``follow_symlink``: False (default)
+    serves a file only if its real path, symlinks resolved, is inside the directory; True lets
+    symlinks inside the tree point anywhere (the path itself still cannot climb out).  ``max_age``:
+    ``Cache-Control: public, max-age=N``.  Dot files are served like any other file."""
 
     def __init__(self, directory, *, html: bool = False, follow_symlink: bool = False, max_age: int | None = None):
         root = os.path.realpath(os.fspath(directory))
@@ -285,9 +365,15 @@ class StaticFiles:
         rel = safe_relative_path(path)
         found = None if rel is None else await asyncio.to_thread(self.lookup, rel)
         if found is None:
-            raise NotFound("file not found")
+            page = await asyncio.to_thread(self.lookup, "404.html") if self.html else None
+            if page is None or page is _ADD_SLASH:
+                raise NotFound("file not found")
+            return FileResponse(page[0], 404, stat_result=page[1])  # not cached like the files are
         if found is _ADD_SLASH:
-            return RedirectResponse("/" + quote(request.path, safe="/!$&'()*+,;=:@~").lstrip("/") + "/", 307)
+            url = "/" + quote(request.path, safe="/!$&'()*+,;=:@~").lstrip("/") + "/"
+            if request.query_string:  # RedirectResponse escapes what a Location cannot hold
+                url += "?" + request.query_string
+            return RedirectResponse(url, 307)
         full, st = found
         return FileResponse(full, headers=self._headers, request=request, stat_result=st)
 

@@ -152,6 +152,11 @@ class Request:
         return self.scope.get("query_string", b"").decode("latin-1")
 
     @property
+    def query_string(self) -> str:
+        """The raw query string (after ``?``, still percent-encoded; ``""`` when there is none)."""
+        return self._raw_query()
+
+    @property
     def query_multi(self) -> dict[str, list[str]]:
         """Every value of every query parameter (``query`` keeps only the last one)."""
         try:

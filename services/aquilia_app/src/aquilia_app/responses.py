@@ -188,9 +188,9 @@ _STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
 class Response(_HeaderOps):
-    """A complete response.  ``raw_headers`` (the ASGI byte pairs, Content-Length included) are built
-    on first use: the RSGI front end never needs them for a plain response (``rsgi.response_headers``
-    takes a shared list per content type and granian sets Content-Length)."""
+    """A complete response.  ``raw_headers`` (the ASGI byte pairs, with Content-Length except on 1xx,
+    204 and 304) are built on first use: the RSGI front end never needs them for a plain response
+    (``rsgi.response_headers`` takes a shared list per content type and granian sets Content-Length)."""
 
     __slots__ = ("body", "status", "media_type", "extra", "_raw")
 
@@ -211,7 +211,11 @@ class Response(_HeaderOps):
     def raw_headers(self) -> list:
         raw = self._raw
         if raw is None:
-            raw = [(b"content-type", self.media_type), (b"content-length", b"%d" % len(self.body))]
+            status = self.status
+            if status >= 200 and status != 204 and status != 304:
+                raw = [(b"content-type", self.media_type), (b"content-length", b"%d" % len(self.body))]
+            else:  # RFC 9110 8.6: never on 1xx and 204; on a 304 it would state the 200's length
+                raw = [(b"content-type", self.media_type)]
             if self.extra:
                 raw.extend(self.extra)
             self._raw = raw

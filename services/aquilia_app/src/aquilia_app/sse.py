@@ -21,7 +21,7 @@ __all__ = ["ServerSentEvent", "EventSourceResponse", "PING"]
 
 PING = b": ping\n\n"
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the format's line ends (str.splitlines knows more)
-_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-store"),
+_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
             (b"x-accel-buffering", b"no")]  # nginx: pass every event on at once
 
 
