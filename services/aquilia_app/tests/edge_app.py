@@ -44,3 +44,9 @@ async def echo_stream(request: Request):
         yield await request.body()
 
     return StreamingResponse(gen())
+
+
+@app.get("/header/{name}")
+async def header(request: Request, name: str):
+    first = request.header(name)  # before the header index exists
+    return {"scan": first, "indexed": request.headers.get(name), "all": request.headers.getall(name)}

@@ -218,5 +218,8 @@ async def test_mount_serves_every_path_under_the_prefix():
     assert (await call(app, "GET", "/files/a/b.txt")).text == "GET a/b.txt"
     assert (await call(app, "HEAD", "/files/x")).status_code == 200
     assert (await call(app, "POST", "/files/x")).status_code == 405
+    assert (await call(app, "GET", "/files/")).text == "GET "
+    bare = await call(app, "GET", "/files?x=1&y=%2F")  # the prefix alone: redirected to its root, query kept
+    assert bare.status_code == 307 and bare.headers["location"] == "/files/?x=1&y=%2F"
     with pytest.raises(ValueError):
         App().mount("/", files)

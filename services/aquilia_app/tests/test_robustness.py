@@ -123,6 +123,15 @@ def test_a_stream_that_reads_the_body_itself_gets_all_of_it(edge):
     assert status == 200 and answer == body
 
 
+# -- a header sent several times ---------------------------------------------------------------------
+
+def test_a_repeated_header_reads_the_same_before_and_after_the_index(edge):
+    _, c = edge
+    r = c.get("/header/x-tag", headers=[("X-Tag", "a"), ("x-tag", "b, c")])
+    assert r.json() == {"scan": "a, b, c", "indexed": "a, b, c", "all": ["a", "b, c"]}
+    assert c.get("/header/x-none").json() == {"scan": None, "indexed": None, "all": []}
+
+
 # -- read timeouts ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("server", list(EVERY_SERVER))

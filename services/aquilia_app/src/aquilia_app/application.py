@@ -149,7 +149,7 @@ class App(MethodShortcuts):
 
     def mount(self, prefix: str, handler, *, name: str | None = None) -> None:
         """Serve every path under ``prefix`` (GET and HEAD) with ``await handler(request, path)``, e.g.
-        ``app.mount("/static", StaticFiles("public"))``."""
+        ``app.mount("/static", StaticFiles("public"))``; ``prefix`` itself redirects to ``prefix/``."""
         prefix = "/" + prefix.strip("/")
         if prefix == "/":
             raise ValueError("mount needs a prefix other than '/'")
@@ -160,11 +160,16 @@ class App(MethodShortcuts):
         async def mounted_root(request: Request):
             return await handler(request, "")
 
-        for fn in (mounted, mounted_root):
+        async def add_slash(request: Request):  # the prefix itself: its root, as a directory's URL
+            query = request.query_string
+            return Response.redirect(prefix + "/" + ("?" + query if query else ""), 307)
+
+        for fn in (mounted, mounted_root, add_slash):
             fn.__qualname__ = f"mount({prefix!r})"
             fn.include_in_schema = False  # OpenAPI: a mount is not an operation
         self.route(prefix + "/{path:path}", ("GET", "HEAD"), name=name)(mounted)
         self.route(prefix + "/", ("GET", "HEAD"))(mounted_root)
+        self.route(prefix, ("GET", "HEAD"))(add_slash)
 
     def exception_handler(self, key):
         """Register ``handler(request, exc) -> response`` for an exception class (its subclasses too;

@@ -127,14 +127,16 @@ class Request:
         return h
 
     def header(self, name: str, default: str | None = None) -> str | None:
-        """One header without building the index (a linear scan over the raw pairs)."""
+        """One header without building the index (a linear scan over the raw pairs); a header sent
+        several times is its values joined with ", ", as ``headers.get`` gives it (RFC 9110 5.3)."""
         if self._headers is not None:
             return self._headers.get(name, default)
         nb = name.lower().encode("latin-1")
+        found = None
         for k, v in self.scope["headers"]:
             if k == nb:
-                return v.decode("latin-1")
-        return default
+                found = v.decode("latin-1") if found is None else f"{found}, {v.decode('latin-1')}"
+        return default if found is None else found
 
     @property
     def query(self) -> dict[str, str]:

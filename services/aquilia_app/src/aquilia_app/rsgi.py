@@ -115,7 +115,10 @@ class RSGIRequest(Request):
     def header(self, name: str, default: str | None = None) -> str | None:
         if self._headers is not None:
             return self._headers.get(name, default)
-        return self.rsgi_scope.headers.get(name.lower(), default)
+        values = self.rsgi_scope.headers.get_all(name.lower())
+        if not values:
+            return default
+        return values[0] if len(values) == 1 else ", ".join(values)
 
     def _raw_query(self) -> str:  # for Request.query, query_multi, query_list (cookies need no override)
         return self.rsgi_scope.query_string
