@@ -135,6 +135,11 @@ def test_the_cookie_parser_is_tolerant():
     assert parse_cookie_header("") == {} and parse_cookie_header('bad"name; ok=1') == {"ok": "1"}
 
 
+def test_the_cookie_parser_undoes_http_cookies_escapes_in_quoted_values():
+    assert parse_cookie_header(r'a="x\054y\073\"z\\"; b=un\054quoted; c="\q\1\400"; d="end\"; e="\351"') == {
+        "a": 'x,y;"z\\', "b": "un\\054quoted", "c": "q1400", "d": "end\\", "e": "\u00e9"}
+
+
 # -- query -------------------------------------------------------------------------------------------
 def test_query_lists_enums_literals_constraints_and_aliases():
     r = call("GET", "/query?tag=a&tag=b&n=1&n=2&color=blue&level=2&mode=slow&limit=100&page-size=5"

@@ -3,17 +3,23 @@ server-sent events.  The rules in process; the wire on granian (RSGI and ASGI) a
 an SSE client that leaves (the source's ``finally`` runs and no stream task is left)."""
 import asyncio
 import socket
+import threading
 import time
+from http.cookies import SimpleCookie
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from files_app import SERVERS, make_tree, serving
+from server_util import raw_request
 
-from aquilia_app import HTMLResponse, JSONResponse
-from aquilia_app.responses import (MAX_COOKIE_SIZE, RedirectResponse, Response, StreamingResponse, cookie_header,
-                                   problem)
+from aquilia_app import App, HTMLResponse, JSONResponse, Request
+from aquilia_app.requests import parse_cookie_header
+from aquilia_app.responses import (CT_JSON, MAX_COOKIE_SIZE, RedirectResponse, Response, StreamingResponse,
+                                   cookie_header, problem)
+from aquilia_app.rsgi import response_headers
 from aquilia_app.sse import PING, EventSourceResponse, ServerSentEvent
+from aquilia_app.testclient import TestClient
 
 
 # -- cookies --------------------------------------------------------------------------------------
@@ -21,7 +27,7 @@ def test_cookie_attributes():
     assert cookie_header("a", "b") == "a=b; Path=/; SameSite=Lax"
     full = cookie_header("sid", '"x!y"', max_age=60, path="/app", domain=".example.com", secure=True,
                          httponly=True, samesite="None", partitioned=True)
-    assert full == ('sid="x!y"; Max-Age=60; Path=/app; Domain=.example.com; Secure; HttpOnly; SameSite=None; '
+    assert full == ('sid="\\"x!y\\""; Max-Age=60; Path=/app; Domain=.example.com; Secure; HttpOnly; SameSite=None; '
                     "Partitioned")
     assert cookie_header("a", "", path=None, samesite=None) == "a="
     when = datetime(2030, 1, 2, 3, 4, 5, tzinfo=timezone(timedelta(hours=2)))
@@ -35,8 +41,9 @@ def test_cookie_attributes():
 
 @pytest.mark.parametrize("kw", [
     {"key": "a b"}, {"key": "a;b"}, {"key": "a:b"}, {"key": ""}, {"key": "caf\u00e9"}, {"key": "a=b"},
-    {"value": "a b"}, {"value": "a;b"}, {"value": "a,b"}, {"value": "a\r\nSet-Cookie: x=1"}, {"value": "a\\b"},
-    {"value": '"a'}, {"value": "\u00e9"}, {"value": "x" * MAX_COOKIE_SIZE},
+    {"value": "a\r\nSet-Cookie: x=1"}, {"value": "a\nb"}, {"value": "a\rb"}, {"value": "x" * MAX_COOKIE_SIZE},
+    {"value": "\\" * (MAX_COOKIE_SIZE // 2)},  # its escaped form is twice as long
+    {"value": "\u20ac"}, {"value": None}, {"value": b"v"}, {"value": True}, {"value": ["v"]},
     {"path": "/a;b"}, {"path": "/a\nb"}, {"domain": "exa mple.com"}, {"domain": "a;b"}, {"domain": "-x.com"},
     {"samesite": "sometimes"}, {"samesite": "none"}, {"partitioned": True},
     {"key": "__Secure-id"}, {"key": "__Host-id", "secure": True, "path": "/app"},
@@ -47,6 +54,45 @@ def test_bad_cookies_are_refused(kw):
     args = {"key": "k", "value": "v", **kw}
     with pytest.raises(ValueError):
         cookie_header(**args)
+
+
+@pytest.mark.parametrize("value", ["plain", "a=b/c?(d)@[e]{f}<g>", "", "eyJhIjoxfQ==", 42, -7, 1.5])
+def test_cookie_octet_values_go_out_as_they_are(value):
+    assert cookie_header("k", value, path=None, samesite=None) == f"k={value}"
+
+
+@pytest.mark.parametrize("value", ["a b", "a;b", "a,b", 'say "hi"', '"pre-quoted"', "back\\slash", "caf\u00e9",
+                                   "tab\there", "x=y z", "\x00\x7f\u00ff", "\\", '"'])
+def test_other_values_are_quoted_as_http_cookies_does_and_read_back(value):
+    header = cookie_header("k", value, path=None, samesite=None)
+    oracle = SimpleCookie()
+    oracle["k"] = value
+    assert header == oracle.output(header="").strip()  # the same quoting and escapes
+    assert parse_cookie_header(header) == {"k": value}  # our parser reads back the original
+    back = SimpleCookie()
+    back.load(header)
+    assert back["k"].value == value  # and so does Python's
+
+
+def test_cookie_values_round_trip_through_a_client():
+    values = {"spaced": "hello world", "list": "a,b;c", "quote": 'say "hi"', "slash": "C:\\tmp", "accent": "Jos\u00e9",
+              "num": 42, "real": 2.5, "plain": "abc123"}
+    app = App()
+
+    @app.get("/set")
+    async def set_them():
+        resp = Response.text("set")
+        for k, v in values.items():
+            resp.set_cookie(k, v)
+        return resp
+
+    @app.get("/read")
+    async def read(request: Request):
+        return request.cookies
+
+    with TestClient(app) as client:
+        assert client.get("/set").status_code == 200
+        assert client.get("/read").json() == {k: str(v) for k, v in values.items()}
 
 
 def test_cookie_limits_and_prefixes_that_pass():
@@ -137,6 +183,39 @@ def test_json_and_html_aliases_are_the_response_constructors():
     assert HTMLResponse("<b>x</b>").media_type == b"text/html; charset=utf-8"
 
 
+@pytest.mark.parametrize("given, sent", [
+    ("text/plain", "text/plain; charset=utf-8"), ("text/csv", "text/csv; charset=utf-8"),
+    (b"text/html", "text/html; charset=utf-8"),
+    ("Text/Markdown; variant=GFM", "Text/Markdown; variant=GFM; charset=utf-8"),
+    ("text/csv; charset=latin-1", "text/csv; charset=latin-1"),
+    ("TEXT/PLAIN;Charset=ascii", "TEXT/PLAIN;Charset=ascii"),
+    ("application/json", "application/json"), (b"image/png", "image/png"), ("application/xml", "application/xml"),
+])
+def test_a_text_media_type_without_charset_gets_utf_8(given, sent):
+    for _ in range(2):  # the second time from the cache
+        r = Response(b"hi", media_type=given)
+        assert r.header("content-type") == sent and response_headers(r)[0] == ("content-type", sent)
+    assert StreamingResponse(iter([b"x"]), media_type=given).header("content-type") == sent
+
+
+def test_the_module_media_types_are_kept_as_they_are():
+    assert Response.json({}).media_type is CT_JSON  # the shared constant: rsgi's per-type header cache hits
+    assert Response.text("x").media_type == b"text/plain; charset=utf-8" == Response(b"").media_type
+    assert problem(404, "x").media_type == b"application/problem+json"
+
+
+def test_text_charset_through_the_client():
+    app = App()
+
+    @app.get("/csv")
+    async def csv():
+        return Response("a,b\n1,\u00e9\n", media_type="text/csv")
+
+    with TestClient(app) as client:
+        r = client.get("/csv")
+        assert r.headers["content-type"] == "text/csv; charset=utf-8" and r.text == "a,b\n1,\u00e9\n"
+
+
 # -- redirects ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
 def test_redirect_statuses(status):
@@ -193,8 +272,9 @@ def test_bad_events_are_refused(kw):
 
 
 def test_event_source_arguments():
-    with pytest.raises(TypeError):
-        EventSourceResponse(["not", "async"])
+    for source in ("a str is no event source", b"bytes", 42, None):
+        with pytest.raises(TypeError):
+            EventSourceResponse(source)
     for ping in (0, -1):
         with pytest.raises(ValueError):
             EventSourceResponse(_agen(), ping=ping)
@@ -244,6 +324,60 @@ def test_sse_asgi_in_process_with_pings_and_disconnect():
     assert all(m.get("more_body") for m in sent[1:])  # cut off: no final empty body
 
 
+@pytest.mark.parametrize("kind", [list, tuple, iter, "generator"])
+def test_sse_sync_sources(kind):
+    items = ["a", {"k": 1}, ServerSentEvent("c", id="3")]
+    source = (x for x in items) if kind == "generator" else kind(items)
+    sent = _asgi_messages(EventSourceResponse(source, ping=None))
+    assert [m["body"] for m in sent[1:]] == [b"data: a\n\n", b'data: {"k":1}\n\n', b"id: 3\ndata: c\n\n", b""]
+
+
+def test_a_blocking_sync_generator_runs_off_the_event_loop():
+    threads = []
+
+    def slow():
+        threads.append(threading.current_thread())
+        yield "first"
+        time.sleep(0.3)  # blocking: the pings below only go out if the loop is free meanwhile
+        yield "second"
+
+    sent = _asgi_messages(EventSourceResponse(slow(), ping=0.05))
+    bodies = [m["body"] for m in sent[1:]]
+    assert bodies[0] == b"data: first\n\n" and bodies[-2:] == [b"data: second\n\n", b""]
+    assert bodies.count(PING) >= 3 and threads[0] is not threading.main_thread()
+
+
+def test_a_sync_generator_is_closed_when_the_client_leaves():
+    closed = []
+
+    def endless():
+        try:
+            while True:
+                yield "tick"
+                time.sleep(0.2)
+        finally:
+            closed.append(threading.current_thread())
+
+    async def main():
+        sent = []
+
+        async def receive():
+            await asyncio.sleep(0.1)
+            return {"type": "http.disconnect"}
+
+        async def send(msg):
+            sent.append(msg)
+
+        await EventSourceResponse(endless(), ping=None)({"type": "http", "method": "GET"}, receive, send)
+        assert closed == []  # the next() under way when the client left cannot be stopped ...
+        await asyncio.sleep(0.3)
+        return sent
+
+    sent = asyncio.run(main())
+    assert closed == [threading.main_thread()]  # ... so the close followed its return, on the loop
+    assert [m["body"] for m in sent[1:]] == [b"data: tick\n\n"]
+
+
 def test_sse_source_errors_propagate_after_closing():
     async def bad():
         yield "ok"
@@ -269,7 +403,7 @@ def test_cookies_on_the_wire(server):
     assert r.headers.get_list("set-cookie") == [
         "plain=v1; Path=/; SameSite=Lax",
         "sid=abc123; Max-Age=3600; Path=/app; Domain=example.com; Secure; HttpOnly; SameSite=Strict",
-        'cross="quoted"; Path=/; Secure; SameSite=None; Partitioned',
+        'cross="\\"quoted\\""; Path=/; Secure; SameSite=None; Partitioned',
         "old=; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Path=/; SameSite=Lax",
     ]
     assert c.cookies.get("plain") == "v1"  # httpx's cookie jar took it
@@ -279,13 +413,7 @@ def test_cookies_on_the_wire(server):
 
 def test_no_content_body_has_no_content_length_on_the_wire(server):
     port, _ = server
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-        s.sendall(b"GET /nothing HTTP/1.1\r\nHost: t\r\n\r\n")
-        head = b""
-        while b"\r\n\r\n" not in head:
-            chunk = s.recv(65536)
-            assert chunk, head
-            head += chunk
+    head = raw_request(port, b"GET /nothing HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 204") and b"content-length" not in head.lower(), head
 
 

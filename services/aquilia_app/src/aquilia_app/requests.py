@@ -3,6 +3,7 @@ multi-valued query, the cookies and the form are built lazily on first access; t
 once, with a size limit (413) and, when the app sets one, a time limit for the whole body (408)."""
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -27,7 +28,8 @@ STREAM_CONSUMED = _Consumed()
 
 def parse_cookie_header(value: str) -> dict[str, str]:
     """``name=value; name2=value2`` (RFC 6265 section 5.4) into a dict, tolerantly: a pair without
-    ``=`` or with an empty name is skipped, surrounding double quotes are dropped, and the first of
+    ``=`` or with an empty name is skipped, surrounding double quotes are dropped (and the backslash
+    escapes inside undone, as ``http.cookies`` does: ``set_cookie`` writes them), and the first of
     repeated names wins (browsers send the most specific path first).
 
     Written by hand because ``http.cookies.SimpleCookie`` follows the stricter RFC 2109 grammar and
@@ -42,8 +44,18 @@ def parse_cookie_header(value: str) -> dict[str, str]:
         val = val.strip()
         if len(val) >= 2 and val[0] == '"' and val[-1] == '"':
             val = val[1:-1]
+            if "\\" in val:
+                val = _COOKIE_ESCAPE.sub(_unescape, val)
         out.setdefault(name, val)
     return out
+
+
+# ``\ooo`` (octal, up to \377) or ``\`` before any other character; a lone trailing ``\`` stays
+_COOKIE_ESCAPE = re.compile(r"\\(?:([0-3][0-7]{2})|(.))", re.DOTALL)
+
+
+def _unescape(m) -> str:
+    return chr(int(m.group(1), 8)) if m.group(1) else m.group(2)
 
 
 class Headers:

@@ -20,6 +20,7 @@ use them on responses your own code has just created.
 from __future__ import annotations
 
 import re
+import string
 import time
 from datetime import datetime, timezone
 from email.utils import format_datetime, formatdate
@@ -36,6 +37,26 @@ CT_TEXT = b"text/plain; charset=utf-8"
 CT_JSON = b"application/json"
 CT_HTML = b"text/html; charset=utf-8"
 CT_PROBLEM = b"application/problem+json"
+
+# A media type as given (str or bytes) -> the bytes sent, with "; charset=utf-8" added to a text/*
+# type that names no charset (as Starlette does; bodies from str are UTF-8).  Worked out once per
+# distinct type: the module's own types are seeded, so Response.json & co. pay one dict lookup.
+_MEDIA_TYPES: dict = {ct: ct for ct in (CT_TEXT, CT_JSON, CT_HTML, CT_PROBLEM)}
+_MAX_MEDIA_TYPES = 256  # apps use a handful; types built per request must not grow the cache forever
+_CHARSET = re.compile(rb";\s*charset\s*=", re.IGNORECASE)
+
+
+def _media_type_bytes(media_type: bytes | str) -> bytes:
+    try:
+        return _MEDIA_TYPES[media_type]
+    except KeyError:
+        pass
+    mt = media_type.encode("latin-1") if isinstance(media_type, str) else media_type
+    if mt[:5].lower() == b"text/" and not _CHARSET.search(mt):
+        mt += b"; charset=utf-8"
+    if len(_MEDIA_TYPES) < _MAX_MEDIA_TYPES:
+        _MEDIA_TYPES[media_type] = mt
+    return mt
 
 
 def _default(obj: Any):
@@ -76,13 +97,19 @@ def _find_header(raw, name: str) -> str | None:
 
 
 # -- Set-Cookie ---------------------------------------------------------------------------------
-# Written by hand: ``http.cookies`` quotes values with backslash-octal escapes (``"a\054b"``), which
-# RFC 6265 does not define and browsers do not undo, accepts ':' in names, and (before Python 3.14)
-# has no ``Partitioned``.  Here a value must already be RFC 6265 ``cookie-value`` text; anything
-# else is refused with a ValueError that says to encode it (e.g. ``urllib.parse.quote``).
+# Written by hand: ``http.cookies`` accepts ':' in names, has no ``Partitioned`` before Python 3.14
+# and would cost a SimpleCookie per call.  A value of RFC 6265 cookie-octets goes out as it is (one
+# regex match); any other value goes out in double quotes with the escapes ``http.cookies`` uses
+# (``\"``, ``\\``, ``\ooo`` octal for the rest), so Python's parsers (ours, SimpleCookie, Starlette's)
+# read back the original.  Browsers store and return the quoted text as it is (JavaScript sees it
+# escaped).  CR/LF is refused outright, and characters above U+00FF, which the escapes cannot carry.
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")  # RFC 9110 token
-_COOKIE_OCTETS = r"[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]*"  # RFC 6265 4.1.1 cookie-octet
-_COOKIE_VALUE = re.compile(rf'(?:{_COOKIE_OCTETS}|"{_COOKIE_OCTETS}")\Z')
+_COOKIE_OCTETS = re.compile(r"[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]*\Z")  # RFC 6265 4.1.1 cookie-octet
+# inside the quotes, as with ``http.cookies``: these stay, other characters up to U+00FF are escaped
+_QUOTE_KEEPS = frozenset(string.ascii_letters + string.digits + "!#$%&'*+-.^_`|~: ()/<=>?@[]{}")
+_COOKIE_ESCAPES = {i: "\\%03o" % i for i in range(256) if chr(i) not in _QUOTE_KEEPS}
+_COOKIE_ESCAPES[ord('"')] = '\\"'
+_COOKIE_ESCAPES[ord("\\")] = "\\\\"
 _ATTR_VALUE = re.compile(r"[\x20-\x3a\x3c-\x7e]*\Z")  # any CHAR but controls and ';'
 _DOMAIN = re.compile(r"\.?[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\Z")
 _SAMESITE = {"lax": "Lax", "strict": "Strict", "none": "None"}
@@ -102,13 +129,29 @@ def _expires_text(expires) -> str:
     raise ValueError(f"cookie expires must be a datetime, seconds from now or an HTTP date, not {expires!r}")
 
 
+def _cookie_value(value) -> str:
+    """``value`` as it goes on the wire: as it is when every character is a cookie-octet, else
+    quoted and escaped as ``http.cookies`` does (see above)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(value)
+    elif not isinstance(value, str):
+        raise ValueError(f"cookie value must be a str, int or float, not {type(value).__name__}")
+    if _COOKIE_OCTETS.match(value):  # the common case: nothing to quote
+        return value
+    if "\r" in value or "\n" in value:  # escaping would make it harmless, but it is surely a mistake or an attack
+        raise ValueError(f"cookie value {value!r} must not contain CR or LF")
+    quoted = value.translate(_COOKIE_ESCAPES)
+    if not quoted.isascii():  # only characters above U+00FF are left unescaped
+        raise ValueError(f"cookie value {value!r} has characters above U+00FF: encode it first, "
+                         "e.g. with urllib.parse.quote")
+    return f'"{quoted}"'
+
+
 def _check_cookie(key: str, value: str, path, domain, secure: bool, samesite, partitioned: bool) -> str | None:
-    """Validate a cookie's parts; returns the SameSite attribute text (or None)."""
+    """Validate a cookie's parts (``value`` as it goes on the wire); returns the SameSite attribute
+    text (or None)."""
     if not isinstance(key, str) or not _TOKEN.match(key):
         raise ValueError(f"cookie name {key!r} is not an RFC 6265 token (letters, digits and !#$%&'*+-.^_`|~)")
-    if not isinstance(value, str) or not _COOKIE_VALUE.match(value):
-        raise ValueError(f"cookie value {value!r} has characters RFC 6265 does not allow (whitespace, '\"', ',', "
-                         "';', '\\', controls or non-ASCII): encode it first, e.g. with urllib.parse.quote")
     if len(key) + len(value) > MAX_COOKIE_SIZE:
         raise ValueError(f"cookie {key!r} is longer than {MAX_COOKIE_SIZE} bytes (browsers drop it)")
     if path is not None and not _ATTR_VALUE.match(path):
@@ -132,10 +175,12 @@ def _check_cookie(key: str, value: str, path, domain, secure: bool, samesite, pa
     return site
 
 
-def cookie_header(key: str, value: str = "", max_age: int | None = None, expires=None, path: str | None = "/",
-                  domain: str | None = None, secure: bool = False, httponly: bool = False, samesite="lax",
-                  partitioned: bool = False) -> str:
-    """The value of one ``Set-Cookie`` header; ValueError for anything a browser would misread."""
+def cookie_header(key: str, value: str | int | float = "", max_age: int | None = None, expires=None,
+                  path: str | None = "/", domain: str | None = None, secure: bool = False, httponly: bool = False,
+                  samesite="lax", partitioned: bool = False) -> str:
+    """The value of one ``Set-Cookie`` header; ValueError for anything a browser would misread.
+    ``value``: a str, int or float (sent as ``str(value)``), quoted when it needs to be."""
+    value = _cookie_value(value)
     site = _check_cookie(key, value, path, domain, secure, samesite, partitioned)
     parts = [f"{key}={value}"]
     if max_age is not None:
@@ -164,9 +209,9 @@ class _HeaderOps:
 
     __slots__ = ()
 
-    def set_cookie(self, key: str, value: str = "", max_age: int | None = None, expires=None, path: str | None = "/",
-                   domain: str | None = None, secure: bool = False, httponly: bool = False, samesite="lax",
-                   partitioned: bool = False):
+    def set_cookie(self, key: str, value: str | int | float = "", max_age: int | None = None, expires=None,
+                   path: str | None = "/", domain: str | None = None, secure: bool = False, httponly: bool = False,
+                   samesite="lax", partitioned: bool = False):
         """Add a ``Set-Cookie`` header (changes this response: see the module docstring)."""
         self.add_header("set-cookie", cookie_header(key, value, max_age, expires, path, domain, secure, httponly,
                                                     samesite, partitioned))
@@ -201,8 +246,11 @@ class Response(_HeaderOps):
         self.status = status
         if media_type is None:
             media_type = CT_TEXT
-        elif isinstance(media_type, str):
-            media_type = media_type.encode("latin-1")
+        else:  # inline lookup: the per-request path of Response.json
+            try:
+                media_type = _MEDIA_TYPES[media_type]
+            except KeyError:
+                media_type = _media_type_bytes(media_type)
         self.media_type = media_type
         self.extra = _encode_headers(headers) if headers else None  # headers beyond the content type
         self._raw = None
@@ -336,8 +384,7 @@ class StreamingResponse(PerRequestResponse):
                  media_type: bytes | str | None = None):
         self.iterable = iterable
         self.status = status
-        mt = media_type or CT_TEXT
-        raw = [(b"content-type", mt.encode("latin-1") if isinstance(mt, str) else mt)]
+        raw = [(b"content-type", _media_type_bytes(media_type) if media_type else CT_TEXT)]
         if headers:
             raw.extend(_encode_headers(headers))
         self.raw_headers = raw

@@ -1,11 +1,14 @@
 """Server-sent events (the ``text/event-stream`` format of the WHATWG HTML standard, section 9.2).
 
-``ServerSentEvent`` encodes one event; ``EventSourceResponse(source)`` streams an async iterable of
-events (``ServerSentEvent``, ``str`` data, or a ``dict``/``list`` sent as JSON data) on both front
-ends.  While the source is idle a comment line (``: ping``) goes out every ``ping`` seconds, so proxies
-and browsers keep the connection.  When the client leaves (ASGI ``http.disconnect``; RSGI
+``ServerSentEvent`` encodes one event; ``EventSourceResponse(source)`` streams an iterable of events
+(``ServerSentEvent``, ``str`` data, or a ``dict``/``list`` sent as JSON data) on both front ends.  The
+source is an async iterable, a list/tuple, or any other sync iterable (a generator): each ``next`` of
+the latter runs in the default thread pool, so a blocking one does not stall the event loop.  While
+the source is idle a comment line (``: ping``) goes out every ``ping`` seconds, so proxies and
+browsers keep the connection.  When the client leaves (ASGI ``http.disconnect``; RSGI
 ``proto.client_disconnect()`` or a transport that refuses to send) the source is cancelled and
-closed (``aclose``: its ``finally`` runs) and no task is left behind.
+closed (``aclose``, or ``close`` for a sync generator: its ``finally`` runs) and no task is left
+behind.
 
 The stream listens for the disconnect on the ASGI ``receive`` channel, so the source must not read
 the request body (read it in the handler, before returning the response).
@@ -13,6 +16,7 @@ the request body (read it in the handler, before returning the response).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import re
 
 from .responses import PerRequestResponse, _encode_headers, json_bytes, wait_for_disconnect
@@ -20,6 +24,7 @@ from .responses import PerRequestResponse, _encode_headers, json_bytes, wait_for
 __all__ = ["ServerSentEvent", "EventSourceResponse", "PING"]
 
 PING = b": ping\n\n"
+_END = object()  # what next() returns for a sync source that is exhausted
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the format's line ends (str.splitlines knows more)
 _HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
             (b"x-accel-buffering", b"no")]  # nginx: pass every event on at once
@@ -98,14 +103,14 @@ class _ClientGone(Exception):
 
 
 class EventSourceResponse(PerRequestResponse):
-    """Stream the events of ``source`` (an async iterable) as ``text/event-stream``; see the module
+    """Stream the events of ``source`` (an async or sync iterable) as ``text/event-stream``; see the module
     docstring.  ``ping``: seconds of silence before a ``: ping`` comment (None: never)."""
 
     __slots__ = ("source", "ping")
 
     def __init__(self, source, ping: float | None = 15.0, headers=None, status: int = 200):
-        if not hasattr(source, "__aiter__"):
-            raise TypeError(f"an event source is an async iterable, not {type(source).__name__}")
+        if isinstance(source, (str, bytes)) or not (hasattr(source, "__aiter__") or hasattr(source, "__iter__")):
+            raise TypeError(f"an event source is an iterable of events (async or not), not {type(source).__name__}")
         if ping is not None and not ping > 0:
             raise ValueError(f"ping must be > 0 seconds or None, not {ping!r}")
         self.source = source
@@ -173,7 +178,15 @@ class EventSourceResponse(PerRequestResponse):
         raise exc
 
     async def _produce(self, emit) -> None:
-        it = self.source.__aiter__()
+        source = self.source
+        if not hasattr(source, "__aiter__"):
+            if isinstance(source, (list, tuple)):  # already in memory: nothing can block
+                for item in source:
+                    await emit(encode_item(item))
+                return
+            await self._produce_sync(iter(source), emit)
+            return
+        it = source.__aiter__()
         try:
             async for item in it:
                 await emit(encode_item(item))
@@ -181,6 +194,30 @@ class EventSourceResponse(PerRequestResponse):
             aclose = getattr(it, "aclose", None)
             if aclose is not None:
                 await aclose()
+
+    @staticmethod
+    async def _produce_sync(it, emit) -> None:
+        """A sync iterator (a generator that may sleep or do I/O): each ``next`` runs in the default
+        thread pool, so the event loop never waits on it.  It is closed at the end; when the client
+        leaves during a ``next``, that call cannot be stopped, so the close follows when it returns
+        (a generator cannot be closed while it runs)."""
+        loop = asyncio.get_running_loop()
+        ctx = contextvars.copy_context()  # as asyncio.to_thread: the source sees the request's context
+        pending = None
+        try:
+            while True:
+                pending = loop.run_in_executor(None, ctx.run, next, it, _END)
+                item = await asyncio.shield(pending)  # shielded: the future must report when next() returns
+                if item is _END:
+                    return
+                await emit(encode_item(item))
+        finally:
+            close = getattr(it, "close", None)
+            if close is not None:
+                if pending is None or pending.done():
+                    close()
+                else:
+                    pending.add_done_callback(lambda f: (f.cancelled() or f.exception(), close()))
 
     async def _pinger(self, emit, last: list, loop) -> None:
         while True:
