@@ -381,6 +381,11 @@ def test_file_response_needs_a_regular_file(tmp_path):
         FileResponse(__file__, chunk_size=0)
     r = FileResponse(__file__, status=203)
     assert r.status == 203 and r.header("content-type") == "text/x-python; charset=utf-8"
+    # an explicit text type gets the charset a guessed one gets; others are sent as given
+    assert FileResponse(__file__, media_type="text/csv").header("content-type") == "text/csv; charset=utf-8"
+    assert FileResponse(__file__, media_type="text/csv; charset=latin-1").header("content-type") == \
+        "text/csv; charset=latin-1"
+    assert FileResponse(__file__, media_type="application/x-demo").header("content-type") == "application/x-demo"
 
 
 def test_non_get_methods_and_other_statuses_skip_negotiation(tmp_path):

@@ -34,7 +34,8 @@ from time import time
 from urllib.parse import quote
 
 from .exceptions import NotFound
-from .responses import CT_PROBLEM, PerRequestResponse, RedirectResponse, _encode_headers, problem, wait_for_disconnect
+from .responses import (CT_PROBLEM, PerRequestResponse, RedirectResponse, _encode_headers, _media_type_bytes, problem,
+                        wait_for_disconnect)
 
 __all__ = ["FileResponse", "StaticFiles", "parse_range", "content_disposition", "guess_media_type",
            "safe_relative_path", "UNSATISFIABLE", "CHUNK_SIZE"]
@@ -215,8 +216,8 @@ class FileResponse(PerRequestResponse):
         tag = _opaque_tag(st)
         validators = [(b"etag", f'W/"{tag}"'.encode()), (b"last-modified", formatdate(mtime, usegmt=True).encode())]
         extra = _encode_headers(headers) if headers else []
-        raw = [(b"content-type", (media_type or guess_media_type(self.path)).encode("latin-1")),
-               (b"accept-ranges", b"bytes")]
+        content_type = _media_type_bytes(media_type) if media_type else guess_media_type(self.path).encode("latin-1")
+        raw = [(b"content-type", content_type), (b"accept-ranges", b"bytes")]
         if filename is not None:
             raw.append((b"content-disposition", content_disposition(filename, content_disposition_type).encode()))
         self.raw_headers = raw + validators + extra
