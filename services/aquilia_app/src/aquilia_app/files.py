@@ -183,6 +183,10 @@ def _opaque_tag(st) -> str:
     return f"{st.st_size:x}-{st.st_mtime_ns:x}"
 
 
+def _validators(tag: str, mtime: int) -> list:
+    return [(b"etag", f'W/"{tag}"'.encode()), (b"last-modified", formatdate(mtime, usegmt=True).encode())]
+
+
 def _stat(path: str):
     try:
         return os.stat(path)
@@ -214,7 +218,7 @@ class FileResponse(PerRequestResponse):
         self._head = request is not None and request.method == "HEAD"
         mtime = int(st.st_mtime)
         tag = _opaque_tag(st)
-        validators = [(b"etag", f'W/"{tag}"'.encode()), (b"last-modified", formatdate(mtime, usegmt=True).encode())]
+        validators = _validators(tag, mtime)
         extra = _encode_headers(headers) if headers else []
         content_type = _media_type_bytes(media_type) if media_type else guess_media_type(self.path).encode("latin-1")
         raw = [(b"content-type", content_type), (b"accept-ranges", b"bytes")]
@@ -258,9 +262,8 @@ class FileResponse(PerRequestResponse):
         self.size, self._range = st.st_size, None
         if self.status == 206:
             self.status = 200
-        new = {b"etag": f'W/"{_opaque_tag(st)}"'.encode(),
-               b"last-modified": formatdate(int(st.st_mtime), usegmt=True).encode(),
-               b"content-length": b"%d" % st.st_size}
+        new = dict(_validators(_opaque_tag(st), int(st.st_mtime)))
+        new[b"content-length"] = b"%d" % st.st_size
         self.raw_headers = [(k, new.get(k, v)) for k, v in self.raw_headers if k != b"content-range"]
 
     async def __call__(self, scope, receive, send) -> None:
