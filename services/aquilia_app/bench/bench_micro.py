@@ -526,6 +526,8 @@ class _RSGIProto:
 def instrumentation_apps():
     """The reference app three times: metrics on, metrics off, and recording into prometheus-client on
     every request (the naive version)."""
+    import atexit
+    import shutil
     import tempfile
 
     from aquilia_app.app import create_app
@@ -535,7 +537,9 @@ def instrumentation_apps():
         def observe_request(self, route, method, status, seconds):
             self.requests.labels(self.service, route, method, f"{status // 100}xx").observe(seconds)
 
-    db = os.path.join(tempfile.mkdtemp(prefix="bench_micro_"), "items.sqlite3")
+    folder = tempfile.mkdtemp(prefix="bench_micro_")
+    atexit.register(shutil.rmtree, folder, True)
+    db = os.path.join(folder, "items.sqlite3")
     on, off, direct = create_app(db, metrics=True), create_app(db, metrics=False), create_app(db, metrics=True)
     direct.metrics.__class__ = DirectMetrics
     return on, off, direct

@@ -69,3 +69,16 @@ def test_cli_port_in_use_is_a_clear_error():
         p = _run_cli("--port", str(port))
     assert p.returncode != 0
     assert b"Traceback" not in p.stderr
+
+
+def test_stopping_the_server_removes_its_temporary_folders(tmp_path):
+    # Without --db the server keeps SQLite in a temporary folder; a SIGTERM (what process managers and the
+    # bench send) must leave none behind, on either server.
+    for server in ("granian", "uvicorn"):
+        tmp = tmp_path / server
+        tmp.mkdir()
+        with running_server("--server", server, env={"TMPDIR": str(tmp)}) as (port, _):
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}") as c:
+                assert c.post("/items", json={"name": "x", "price": 1}).status_code == 201
+            assert any(tmp.iterdir())  # the database folder exists while it serves
+        assert list(tmp.iterdir()) == [], server

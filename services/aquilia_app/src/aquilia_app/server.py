@@ -15,6 +15,7 @@ import glob
 import os
 import secrets
 import shutil
+import signal
 import socket
 import sys
 import tempfile
@@ -159,8 +160,15 @@ def serve_granian(a: argparse.Namespace) -> None:
             log_level=LogLevels(a.log_level), backlog=2048).serve()
 
 
+def _exit_on_sigterm(signum, frame) -> None:
+    # uvicorn re-raises the SIGTERM it caught once it has shut down; with the default handler that kills
+    # the process before atexit removes the temporary database folder.
+    raise SystemExit(128 + signum)
+
+
 def main(argv=None) -> int:
     a = parse_args(argv)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     _prepare_env(a)
     try:
         (serve_uvicorn if a.server == "uvicorn" else serve_granian)(a)
