@@ -77,9 +77,9 @@ async def call(app, method, url, headers=None, **kw):
         return await c.request(method, url, headers=headers, **kw)
 
 
-async def raw_asgi(app, path, headers, method="GET"):
-    """One request straight into the ASGI app (any header list, e.g. two Hosts): (status, headers,
-    the list of body messages)."""
+async def raw_asgi(app, path, headers, method="GET", as_pairs=False):
+    """One request straight into the ASGI app (any header list, e.g. two Hosts): (status, headers as a
+    dict or, ``as_pairs``, every (name, value) pair, the list of body messages)."""
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
              "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
              "headers": [(k.encode(), v.encode()) for k, v in headers], "client": ("1.2.3.4", 5),
@@ -98,7 +98,8 @@ async def raw_asgi(app, path, headers, method="GET"):
 
     await app(scope, receive, send)
     start = sent[0]
-    return start["status"], {k.decode(): v.decode() for k, v in start["headers"]}, sent[1:]
+    pairs = [(k.decode(), v.decode()) for k, v in start["headers"]]
+    return start["status"], pairs if as_pairs else dict(pairs), sent[1:]
 
 
 def decode(coding: str, data: bytes) -> bytes:
@@ -243,6 +244,28 @@ def test_cors_origin_regex_and_case():
     assert "access-control-allow-origin" not in run(call(app, "GET", "/json", {"origin": "https://x.example.com.evil"})).headers
     assert run(call(app, "GET", "/json", {"origin": "https://other.example"})).headers[
         "access-control-allow-origin"] == "https://other.example"
+
+
+def test_cors_replaces_a_handlers_own_cors_headers_and_keeps_its_vary():
+    # Two Access-Control-Allow-Origin values fail in a browser: the middleware's answer is the one sent
+    app = cors_app(allow_origins=[ORIGIN], allow_credentials=True)
+    own = [("access-control-allow-origin", "*"), ("access-control-allow-credentials", "false"),
+           ("vary", "Accept-Encoding")]
+
+    @app.get("/own")
+    async def own_headers():
+        return Response("x", headers=own)
+
+    @app.get("/own-stream")
+    async def own_stream():
+        return StreamingResponse(iter([b"x"]), headers=own)
+
+    for path in ("/own", "/own-stream"):
+        status, pairs, _ = run(raw_asgi(app, path, [("origin", ORIGIN)], as_pairs=True))
+        assert status == 200
+        assert [v for k, v in pairs if k == "access-control-allow-origin"] == [ORIGIN], pairs
+        assert [v for k, v in pairs if k == "access-control-allow-credentials"] == ["true"], pairs
+        assert [v for k, v in pairs if k == "vary"] == ["Accept-Encoding", "Origin"], pairs
 
 
 def test_cors_never_changes_a_shared_response():

@@ -95,6 +95,7 @@ class CORSMiddleware(Middleware):
         if expose == ("*",) and allow_credentials:
             raise ValueError("expose_headers=['*'] means the literal header name '*' on credentialed requests")
         self._actual = self._actual_headers(expose)
+        self._names = ("access-control-allow-origin", *(k for k, _ in self._actual))
 
     def _actual_headers(self, expose: tuple) -> list:
         """The fixed part of an allowed actual response's CORS headers (origin added per request)."""
@@ -119,11 +120,13 @@ class CORSMiddleware(Middleware):
             if wanted is not None:
                 return self.preflight(origin, wanted, request.headers.get("access-control-request-headers"))
         response = await call_next(request)
+        # Ours replace a handler's own CORS headers (two Allow-Origin values fail in a browser); Vary adds up.
         if self.star:  # the same answer for all: also on requests without Origin (Fetch 3.2.5)
-            return response.with_headers([("access-control-allow-origin", "*"), *self._actual])
+            return response.with_headers([("access-control-allow-origin", "*"), *self._actual], replace=self._names)
         if origin is None or not self.origin_allowed(origin):
             return response.with_headers([("vary", "Origin")])
-        return response.with_headers([("access-control-allow-origin", origin), ("vary", "Origin"), *self._actual])
+        return response.with_headers([("access-control-allow-origin", origin), ("vary", "Origin"), *self._actual],
+                                     replace=self._names)
 
     def preflight(self, origin: str, method: str, request_headers: str | None) -> Response:
         """The answer to a preflight: 204 with the permissions, or 400 saying what is refused."""

@@ -12,7 +12,7 @@ Two families, and how the app sends them:
   receive, send)`` on ASGI, ``await resp.send_rsgi(proto)`` on RSGI.  They may be changed in place.
 
 Every response has ``status``, ``header(name)``, ``add_header(name, value)``, ``set_cookie`` /
-``delete_cookie`` and ``with_headers(pairs, replace=False)``.  **Middleware must use**
+``delete_cookie`` and ``with_headers(pairs, replace=False)`` (``replace``: True, or the names to replace).  **Middleware must use**
 ``resp = resp.with_headers(pairs)``: it returns a copy of a ``Response`` (cheap: the body is shared)
 and changes a per-request response in place.  ``add_header`` / ``set_cookie`` change the object itself:
 use them on responses your own code has just created.
@@ -86,6 +86,12 @@ def _header_pair(k, v) -> tuple:
 def _encode_headers(headers) -> list:
     items = headers.items() if isinstance(headers, dict) else headers
     return [_header_pair(k, v) for k, v in items]
+
+
+def _without(raw, new, replace) -> list:
+    """``raw`` without the headers ``with_headers(new, replace)`` replaces."""
+    names = {k for k, _ in new} if replace is True else {n.encode("latin-1") for n in replace}
+    return [h for h in raw if h[0] not in names]
 
 
 def _find_header(raw, name: str) -> str | None:
@@ -305,9 +311,10 @@ class Response(_HeaderOps):
             self.extra.append(pair)
         self._raw = None
 
-    def with_headers(self, pairs, replace: bool = False) -> "Response":
-        """A copy with ``pairs`` added (``replace``: headers of those names dropped first).  The body
-        is shared, so this costs a few small lists; the original, possibly shared, stays untouched."""
+    def with_headers(self, pairs, replace=False) -> "Response":
+        """A copy with ``pairs`` added.  ``replace``: True drops the headers of every name in ``pairs``
+        first, a collection of lower-case names drops those only.  The body is shared, so this costs a
+        few small lists; the original, possibly shared, stays untouched."""
         cls = self.__class__
         out = cls.__new__(cls)
         state = getattr(self, "__dict__", None)  # a subclass's own attributes
@@ -316,9 +323,8 @@ class Response(_HeaderOps):
         out.body, out.status, out.media_type, out._raw = self.body, self.status, self.media_type, None
         new = _encode_headers(pairs)
         old = self.extra or ()
-        if replace:
-            names = {k for k, _ in new}
-            old = [h for h in old if h[0] not in names]
+        if replace and old:
+            old = _without(old, new, replace)
         out.extra = [*old, *new]
         return out
 
@@ -359,8 +365,7 @@ class PerRequestResponse(_HeaderOps):
         place and returned."""
         new = _encode_headers(pairs)
         if replace:
-            names = {k for k, _ in new}
-            self.raw_headers = [h for h in self.raw_headers if h[0] not in names]
+            self.raw_headers = _without(self.raw_headers, new, replace)
         self.raw_headers.extend(new)
         return self
 
