@@ -72,14 +72,17 @@ def test_str_pieces_are_sent_as_utf8_and_empty_pieces_are_skipped(server):
 @pytest.mark.parametrize("path", ["direct", "reqwest"])
 def test_an_iterable_is_streamed_on_either_path(base, path):
     def pieces():
-        for _ in range(16):
+        for _ in range(32):
             yield os.urandom(MIB)
 
     # a total timeout takes reqwest's path, whose pieces go through a channel filled by the calling thread
     with requests.Session(total_timeout=60 if path == "reqwest" else None) as s:
         r, peak = _peak_while(lambda: s.post(base + "/upload-digest", data=pieces()))
-    assert r.json()["size"] == 16 * MIB and r.json()["framing"] == "chunked"
-    assert peak < 8 * MIB, peak
+    assert r.json()["size"] == 32 * MIB and r.json()["framing"] == "chunked"
+    # bounded, not the body: on reqwest's path 4 pieces wait in the channel, one more waits to enter it, one
+    # is being written and one is being made, and the in-process server's read buffer counts too (8.02 MiB
+    # was seen once with a 16-piece body under a parallel test load)
+    assert peak < 12 * MIB, peak
 
 
 def test_a_file_is_streamed_with_its_length_on_the_reqwest_path(base, tmp_path):
