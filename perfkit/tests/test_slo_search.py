@@ -179,8 +179,13 @@ def test_a_shared_rate_failed_below_the_max_is_run_again_before_it_bounds_the_se
     res, top = w["results"]["hiccup"], w["rates"][-1]
     stalled = res["levels"][-1]
     assert stalled["target_rate"] == top and stalled["latency_us"]["p99"]["median"] >= 300_000, stalled  # the stall hit it
-    first = res["sustainable"]["steps"][0]
-    assert first["retest"] is True and first["rate"] == top and first["ok"] is True, res["sustainable"]
-    assert res["sustainable"]["bounds"][0] == top
-    assert res["sustainable"]["rate"] >= top
-    assert not any(s.get("retest") for s in res["sustainable"]["steps"][1:])
+    sustainable = res["sustainable"]
+    first = sustainable["steps"][0]
+    assert first["retest"] is True and first["rate"] == top, sustainable  # run again before it bounds anything
+    assert not any(s.get("retest") for s in sustainable["steps"][1:])
+    # Without the stall the rate holds (3 of 3 runs alone); a loaded host can still fail it, and then the
+    # retest, not the stalled run, is what bounds the search from above.
+    if first["ok"]:
+        assert sustainable["bounds"][0] == top and sustainable["rate"] >= top, sustainable
+    else:
+        assert sustainable["bounds"][1] == top and sustainable["rate"] < top, sustainable

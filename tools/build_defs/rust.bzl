@@ -5,8 +5,8 @@
     pyo3_extension(name = "native", crate = "requestx-client", lib = "requestx_native",
                    out = "requestx_client/_native.abi3.so", srcs = glob(["src/**"]))
 
-Every action runs `cargo --release --frozen --offline` (cargo_action.py) against @crates' vendored
-sources, with a persistent target directory in Bazel's output base: Bazel decides *whether* to
+Every action runs `cargo --release --frozen --offline` (cargo_action.py; test executables without the
+profile's LTO) against @crates' vendored sources, with a persistent target directory in Bazel's output base: Bazel decides *whether* to
 rebuild (from the declared srcs, the lock and the toolchain versions), cargo decides *what*.
 The actions run unsandboxed (the target directory lives outside the sandbox), and have no network:
 cargo is offline and frozen.

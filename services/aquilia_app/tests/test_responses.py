@@ -347,6 +347,76 @@ def test_a_blocking_sync_generator_runs_off_the_event_loop():
     assert bodies.count(PING) >= 3 and threads[0] is not threading.main_thread()
 
 
+def test_a_streaming_responses_blocking_sync_generator_runs_off_the_event_loop():
+    threads, ticks = [], []
+
+    def slow():
+        threads.append(threading.current_thread())
+        yield "first"
+        time.sleep(0.3)  # blocking: the ticker below only runs if the loop is free meanwhile
+        yield b"second"
+
+    async def main():
+        async def ticker():
+            while True:
+                ticks.append(time.monotonic())
+                await asyncio.sleep(0.02)
+
+        sent = []
+
+        async def send(msg):
+            sent.append(msg)
+
+        tick = asyncio.ensure_future(ticker())
+        await StreamingResponse(slow())({"type": "http", "method": "GET"}, None, send)
+        tick.cancel()
+        return sent
+
+    sent = asyncio.run(main())
+    assert [m.get("body") for m in sent[1:]] == [b"first", b"second", b""]
+    assert threads[0] is not threading.main_thread() and len(ticks) >= 8, ticks
+
+
+@pytest.mark.parametrize("leave_at", [1, 3])
+def test_a_streaming_responses_sync_generator_is_closed_when_the_send_fails(leave_at):
+    closed = []
+
+    def endless():
+        try:
+            while True:
+                yield b"tick"
+        finally:
+            closed.append(True)
+
+    async def main():
+        count = []
+
+        async def send(msg):  # the client leaves: the server's send raises
+            count.append(msg)
+            if len(count) > leave_at:
+                raise OSError("client gone")
+
+        with pytest.raises(OSError):
+            await StreamingResponse(endless())({"type": "http", "method": "GET"}, None, send)
+        assert closed == [True]  # at once, not when the generator is collected
+
+    asyncio.run(main())
+
+
+def test_lists_stream_inline_and_a_sync_generator_is_closed_at_its_end():
+    finished = []
+
+    def gen():
+        try:
+            yield "a"
+        finally:
+            finished.append(True)
+
+    assert [m.get("body") for m in _asgi_messages(StreamingResponse(["x", b"y"]))[1:]] == [b"x", b"y", b""]
+    assert [m.get("body") for m in _asgi_messages(StreamingResponse(gen()))[1:]] == [b"a", b""]
+    assert finished == [True]
+
+
 def test_a_sync_generator_is_closed_when_the_client_leaves():
     closed = []
 

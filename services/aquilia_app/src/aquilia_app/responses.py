@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import string
+from contextlib import aclosing
 import time
 from datetime import datetime, timezone
 from email.utils import format_datetime, formatdate
@@ -29,6 +30,8 @@ from urllib.parse import quote
 
 import msgspec
 import orjson
+
+from .sync_iteration import aiterate, close_source
 
 __all__ = ["Response", "JSONResponse", "HTMLResponse", "RedirectResponse", "PerRequestResponse",
            "StreamingResponse", "problem", "json_bytes", "cookie_header", "wait_for_disconnect"]
@@ -396,32 +399,26 @@ class StreamingResponse(PerRequestResponse):
 
     async def chunks(self):
         """The body chunks as bytes (``str`` chunks encoded); the iterable is closed at the end, also
-        when the consumer stops early (client gone)."""
-        it = self.iterable
-        try:
-            if hasattr(it, "__aiter__"):
-                async for chunk in it:
-                    yield chunk.encode() if isinstance(chunk, str) else chunk
-            else:
-                for chunk in it:
-                    yield chunk.encode() if isinstance(chunk, str) else chunk
-        finally:
-            await _close(it)
+        when the consumer stops early (client gone).  A sync iterable's ``next`` runs in the thread pool."""
+        async with aclosing(aiterate(self.iterable)) as items:
+            async for chunk in items:
+                yield chunk.encode() if isinstance(chunk, str) else chunk
 
     async def _pump(self, write) -> None:
-        """``await write(chunk)`` for every chunk, straight from the iterable (no generator in between:
-        this is the per-chunk path of every stream), then close the iterable, also when ``write``
-        raises because the client left."""
+        """``await write(chunk)`` for every chunk, then close the iterable, also when ``write`` raises
+        because the client left.  An async iterable is read straight (no generator in between: this is
+        the per-chunk path of every stream); a sync one through ``aiterate`` (``next`` in the thread pool)."""
         it = self.iterable
-        try:
-            if hasattr(it, "__aiter__"):
+        if hasattr(it, "__aiter__"):
+            try:
                 async for chunk in it:
                     await write(chunk.encode() if isinstance(chunk, str) else chunk)
-            else:
-                for chunk in it:
-                    await write(chunk.encode() if isinstance(chunk, str) else chunk)
-        finally:
-            await _close(it)
+            finally:
+                await close_source(it)
+            return
+        async with aclosing(aiterate(it)) as items:
+            async for chunk in items:
+                await write(chunk.encode() if isinstance(chunk, str) else chunk)
 
     async def __call__(self, scope, receive, send) -> None:
         await send({"type": "http.response.start", "status": self.status, "headers": self.raw_headers})
@@ -433,12 +430,6 @@ class StreamingResponse(PerRequestResponse):
         raise (granian's ``RSGIProtocolClosed``), which ends the iteration and closes the iterable."""
         transport = proto.response_stream(self.status, self.rsgi_headers())
         await self._pump(transport.send_bytes)
-
-
-async def _close(iterable) -> None:
-    aclose = getattr(iterable, "aclose", None)
-    if aclose is not None:
-        await aclose()
 
 
 def problem(status: int, title: str, detail: str | None = None, *, errors: list | None = None,

@@ -16,15 +16,15 @@ the request body (read it in the handler, before returning the response).
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import re
+from contextlib import aclosing
 
 from .responses import PerRequestResponse, _encode_headers, json_bytes, wait_for_disconnect
+from .sync_iteration import aiterate
 
 __all__ = ["ServerSentEvent", "EventSourceResponse", "PING"]
 
 PING = b": ping\n\n"
-_END = object()  # what next() returns for a sync source that is exhausted
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the format's line ends (str.splitlines knows more)
 _HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
             (b"x-accel-buffering", b"no")]  # nginx: pass every event on at once
@@ -178,46 +178,9 @@ class EventSourceResponse(PerRequestResponse):
         raise exc
 
     async def _produce(self, emit) -> None:
-        source = self.source
-        if not hasattr(source, "__aiter__"):
-            if isinstance(source, (list, tuple)):  # already in memory: nothing can block
-                for item in source:
-                    await emit(encode_item(item))
-                return
-            await self._produce_sync(iter(source), emit)
-            return
-        it = source.__aiter__()
-        try:
-            async for item in it:
+        async with aclosing(aiterate(self.source)) as items:  # a sync source: next() in the thread pool
+            async for item in items:
                 await emit(encode_item(item))
-        finally:  # also when cancelled because the client left
-            aclose = getattr(it, "aclose", None)
-            if aclose is not None:
-                await aclose()
-
-    @staticmethod
-    async def _produce_sync(it, emit) -> None:
-        """A sync iterator (a generator that may sleep or do I/O): each ``next`` runs in the default
-        thread pool, so the event loop never waits on it.  It is closed at the end; when the client
-        leaves during a ``next``, that call cannot be stopped, so the close follows when it returns
-        (a generator cannot be closed while it runs)."""
-        loop = asyncio.get_running_loop()
-        ctx = contextvars.copy_context()  # as asyncio.to_thread: the source sees the request's context
-        pending = None
-        try:
-            while True:
-                pending = loop.run_in_executor(None, ctx.run, next, it, _END)
-                item = await asyncio.shield(pending)  # shielded: the future must report when next() returns
-                if item is _END:
-                    return
-                await emit(encode_item(item))
-        finally:
-            close = getattr(it, "close", None)
-            if close is not None:
-                if pending is None or pending.done():
-                    close()
-                else:
-                    pending.add_done_callback(lambda f: (f.cancelled() or f.exception(), close()))
 
     async def _pinger(self, emit, last: list, loop) -> None:
         while True:
