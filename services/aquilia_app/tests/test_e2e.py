@@ -171,7 +171,7 @@ def test_invalid_json_400_and_validation_422_problem(server, body, status, title
 
 @pytest.mark.parametrize("path,status", [
     ("/items/abc", 404), ("/items/0", 404), ("/items/-1", 404), ("/items/1.5", 404), ("/items/99999999", 404),
-    ("/items/1/extra", 404), ("/nope", 404), ("/", 404), ("/ping/", 404), ("/%00", 404),
+    ("/items/1/extra", 404), ("/nope", 404), ("/", 404), ("/ping/x", 404), ("/%00", 404),
     ("/items/" + "9" * 5000, 404), ("/items/-" + "9" * 5000, 404),  # more digits than int() converts
     ("/items?limit=abc", 422), ("/items?limit=1000", 400), ("/items?offset=-3", 400),
     ("/items?min_price=cheap", 422),
@@ -181,6 +181,13 @@ def test_wrong_path_and_query_types(server, path, status):
     r = c.get(path)
     assert r.status_code == status, path
     assert r.headers["content-type"] == "application/problem+json"
+
+
+def test_a_trailing_slash_redirects_to_the_route(server):
+    _, c, _ = server
+    r = c.get("/ping/?a=1")
+    assert r.status_code == 307 and r.headers["location"] == "/ping?a=1"
+    assert c.get("//ping/").status_code == 404  # never a Location that names another host
 
 
 def _unmatched_4xx(metrics_text: str) -> float:

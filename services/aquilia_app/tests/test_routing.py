@@ -130,3 +130,57 @@ def test_dynamic_lookup_does_not_walk_every_route():
     finally:
         routing._walk = orig
     assert calls <= 4  # one call per tree level, not per route
+
+
+def _slash_app(**options):
+    from aquilia_app import App
+    from aquilia_app.testclient import TestClient
+
+    app = App(**options)
+
+    @app.get("/users")
+    async def users():
+        return ["users"]
+
+    @app.post("/forms/")
+    async def form():
+        return ["form"]
+
+    @app.get("/files/{name:path}")
+    async def files(name: str):
+        return [name]
+
+    @app.get("/a b%/")
+    async def odd():
+        return ["odd"]
+
+    @app.get("/{rest:path|re=.*[.]txt}")
+    async def text(rest: str):
+        return [rest]
+
+    return TestClient(app)
+
+
+def test_the_other_form_of_a_trailing_slash_is_a_307_with_the_query_kept():
+    with _slash_app() as c:
+        r = c.get("/users/?page=2&q=a%20b")
+        assert r.status_code == 307 and r.headers["location"] == "/users?page=2&q=a%20b"
+        r = c.post("/forms", json={"a": 1})  # 307: the client sends the same method and body again
+        assert r.status_code == 307 and r.headers["location"] == "/forms/"
+        r = c.get("/a%20b%25")  # the path is decoded to match: its redirect is encoded again
+        assert r.status_code == 307 and r.headers["location"] == "/a%20b%25/"
+        assert c.get(r.headers["location"]).json() == ["odd"]
+        assert c.get("/users/", follow_redirects=True).json() == ["users"]
+
+
+def test_no_redirect_where_neither_form_matches_or_it_would_leave_the_site():
+    with _slash_app() as c:
+        assert c.get("/nobody/").status_code == 404
+        assert c.post("/users/").status_code == 404  # /users takes GET only
+        assert c.get("/").status_code == 404
+        assert c.get("/files/").status_code == 404  # a path parameter is never empty
+        assert c.get("http://testserver//evil.example/a.txt").json() == ["/evil.example/a.txt"]
+        # a Location of "//evil.example/a.txt" would send the browser to that host: no redirect
+        assert c.get("http://testserver//evil.example/a.txt/").status_code == 404
+    with _slash_app(redirect_slashes=False) as c:
+        assert c.get("/users/").status_code == 404

@@ -266,3 +266,10 @@ def test_a_silent_app_times_out_instead_of_hanging():
         with client.websocket_connect("/ws/text", timeout=0.2) as ws:
             with pytest.raises(TimeoutError):
                 ws.receive_text()
+
+
+def test_a_head_response_has_headers_and_no_body():
+    with TestClient(_http_app()) as client:
+        get, head = client.get("/hello"), client.head("/hello")
+    assert head.status_code == 200 and head.content == b""
+    assert head.headers["content-length"] == get.headers["content-length"] == str(len(get.content))

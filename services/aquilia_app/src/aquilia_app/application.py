@@ -14,6 +14,7 @@ import inspect
 import logging
 from time import perf_counter
 from typing import Any, Callable
+from urllib.parse import quote
 
 from .controllers import (P_BODY, bind, build_plan, controller_routes, dependencies_of, plan_needs_scope,
                           plan_reads_form)
@@ -89,7 +90,7 @@ class App(MethodShortcuts):
                  max_header_bytes: int = 16384, max_headers: int = 100,
                  body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
                  metrics: Metrics | None = None, debug: bool = False, form_limits=None,
-                 ws_max_message: int | None = 1 << 20):
+                 ws_max_message: int | None = 1 << 20, redirect_slashes: bool = True):
         if body_timeout is not None and body_timeout < 0:
             raise ValueError("body_timeout must be >= 0 seconds (0 or None: no limit)")
         self.router = Router()
@@ -103,6 +104,7 @@ class App(MethodShortcuts):
         self.debug = debug
         self.form_limits = form_limits  # forms.FormLimits for every form of the app (None: the defaults)
         self.ws_max_message = ws_max_message  # bytes per WebSocket message (1009 above; None: the server's limit)
+        self.redirect_slashes = redirect_slashes  # a miss whose path has a route with/without its last "/": 307
         self._pending: list[_Pending] = []
         self._startup_hooks: list[Callable] = []
         self._shutdown_hooks: list[Callable] = []
@@ -542,7 +544,9 @@ class App(MethodShortcuts):
             t1 = perf_counter()
             hot.observe_hot("route_match", t1 - t0)
         if route is None:
-            req = request_cls(source, channel, _EMPTY, self.max_body, self) if self._exc_handlers else None
+            req = None
+            if self._exc_handlers or self.redirect_slashes:
+                req = request_cls(source, channel, _EMPTY, self.max_body, self)
             return await self._miss(m, method, req), UNMATCHED, req, None
         label = route.pattern
         ep = route.endpoint
@@ -584,6 +588,10 @@ class App(MethodShortcuts):
     async def _miss(self, m, method: str, req):
         """404 or 405 (with ``Allow``) for a request no route takes, through a status handler if any."""
         if m.status == 404:
+            if self.redirect_slashes and req is not None:
+                redirect = self._slash_redirect(req, method)
+                if redirect is not None:
+                    return redirect
             if 404 not in self._exc_handlers:
                 return self._not_found
             e = NotFound("no route matches this path")
@@ -592,6 +600,19 @@ class App(MethodShortcuts):
             if 405 not in self._exc_handlers:
                 return problem(e.status, e.title, e.detail, headers=e.headers)
         return await self._error(req, e, method, UNMATCHED)
+
+    def _slash_redirect(self, req, method: str) -> Response | None:
+        """307 to the path with its trailing slash added or removed, when only that form has a route
+        (as Starlette's ``redirect_slashes``); the query string is kept."""
+        path = req.path
+        if path == "/":
+            return None
+        other = path[:-1] if path.endswith("/") else path + "/"
+        if other.startswith("//") or self.router.match(method, other).route is None:
+            return None  # "//host/..." in a Location would send the client to another site
+        qs = req.query_string
+        location = quote(other, safe="/!$&'()*+,;=:@-._~")  # the path is decoded: "%" is encoded again
+        return Response.redirect(location + "?" + qs if qs else location, 307)
 
     def _handler_for(self, e: Exception):
         handlers = self._exc_handlers

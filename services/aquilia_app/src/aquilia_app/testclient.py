@@ -125,8 +125,9 @@ class _HTTPExchange:
     """One request/response between the test's thread and the app: ASGI ``receive``/``send`` on the
     loop side, an event queue (start, body, end, error) read from the test's side."""
 
-    def __init__(self, body: bytes):
+    def __init__(self, body: bytes, head: bool = False):
         self.body = body
+        self.head = head  # as a server does, a HEAD response's body is not passed on
         self.events: asyncio.Queue = asyncio.Queue(BUFFER)
         self.done = asyncio.Event()  # the response ended or the client left: receive says disconnect
         self.gone = False
@@ -148,7 +149,7 @@ class _HTTPExchange:
             self.started = True
             await self._emit(("start", msg["status"], msg.get("headers") or []))
         elif t == "http.response.body" and self.started and not self.done.is_set():
-            if msg.get("body"):
+            if msg.get("body") and not self.head:
                 await self._emit(("body", bytes(msg["body"])))
             if not msg.get("more_body", False):
                 self.done.set()
@@ -229,7 +230,7 @@ class _ASGITransport(httpx.BaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         scope = _scope(request, "http", self.client)
         scope["method"] = request.method
-        exchange = _HTTPExchange(request.read())
+        exchange = _HTTPExchange(request.read(), head=request.method == "HEAD")
         task = self.portal.submit(exchange.run(self.app, scope))
         timeout = (request.extensions.get("timeout") or {}).get("read")
         try:
