@@ -46,7 +46,20 @@ async def echo_stream(request: Request):
     return StreamingResponse(gen())
 
 
-@app.get("/header/{name}")
+@app.get("/header/{name}", name="header")
 async def header(request: Request, name: str):
     first = request.header(name)  # before the header index exists
     return {"scan": first, "indexed": request.headers.get(name), "all": request.headers.getall(name)}
+
+
+@app.get("/whoami", name="whoami")
+async def whoami(request: Request):
+    client = request.client
+    return {"client": [client.host, client.port], "url": request.url, "base_url": request.base_url,
+            "header_x": request.url_for("header", name="x y")}
+
+
+@app.post("/count-stream")
+async def count_stream(request: Request):
+    sizes = [len(chunk) async for chunk in request.stream()]
+    return {"bytes": sum(sizes), "chunks": len(sizes)}

@@ -4,6 +4,7 @@ import time
 
 import httpx
 import msgspec
+import orjson
 import pytest
 
 from aquilia_app import (App, BadRequest, Body, Container, Controller, ASGIMiddleware, MissingDependency, REQUEST,
@@ -398,6 +399,27 @@ def test_body_timeout_is_408_problem_and_closes():
     assert 0.15 <= time.monotonic() - t < 2
     with pytest.raises(ValueError):
         App(body_timeout=-1)
+
+
+def test_a_streamed_body_has_the_body_timeout_and_is_read_once():
+    app = App(body_timeout=0.2)
+    seen = []
+
+    @app.post("/count")
+    async def count(request: Request):
+        async for chunk in request.stream():
+            seen.append(chunk)
+        with pytest.raises(RuntimeError):
+            await request.body()  # streamed to its end: not kept
+        return {"n": len(seen)}
+
+    t = time.monotonic()
+    status, headers, body = run(asgi_request(app, "POST", "/count", [b"ab", b"cd"], complete=False))
+    assert status == 408 and b"0.2 s" in body and seen == [b"ab", b"cd"]
+    assert 0.15 <= time.monotonic() - t < 2
+    seen.clear()
+    status, _, body = run(asgi_request(app, "POST", "/count", [b"ab", b"cd"]))
+    assert status == 200 and orjson.loads(body) == {"n": 2} and seen == [b"ab", b"cd"]
 
 
 def test_pool_acquire_timeout_is_503_problem_with_retry_after(tmp_path):

@@ -158,3 +158,34 @@ def test_trickled_headers_are_cut_off_after_the_header_timeout():
                 answer = b""
     assert answer == b"" or answer.startswith(b"HTTP/1.1 408"), answer[:80]
     assert 0.8 <= waited < 4, waited
+
+
+# -- what a request knows of itself, and a body read as a stream -----------------------------------
+
+def test_a_request_knows_its_url_and_its_peer(edge):
+    _, client = edge
+    got = client.get("/whoami?a=1%202&b", headers={"host": "shop.example:8443"}).json()
+    assert got["url"] == "http://shop.example:8443/whoami?a=1%202&b"
+    assert got["base_url"] == "http://shop.example:8443/"
+    assert got["header_x"] == "http://shop.example:8443/header/x%20y"
+    host, port = got["client"]
+    assert host == "127.0.0.1" and isinstance(port, int) and port > 0
+
+
+def test_a_streamed_body_comes_in_pieces_and_within_the_limit(edge):
+    _, client = edge
+
+    def pieces(n, size):
+        for _ in range(n):
+            yield b"x" * size
+
+    r = client.post("/count-stream", content=pieces(8, 64 << 10))  # chunked: 512 KiB
+    assert r.status_code == 200 and r.json()["bytes"] == 512 << 10 and r.json()["chunks"] >= 2
+    r = client.post("/count-stream", content=b"y" * 1000)  # with a Content-Length
+    assert r.json() == {"bytes": 1000, "chunks": 1}
+    assert client.post("/count-stream", content=pieces(40, 64 << 10)).status_code == 413  # 2.5 MiB > 1 MiB
+
+    port, _ = edge
+    with _connect(port) as s:  # a declared length over the limit is refused before any of it is read
+        s.sendall(b"POST /count-stream HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\nzz" % (2 << 20))
+        assert read_response(s)[0] == 413

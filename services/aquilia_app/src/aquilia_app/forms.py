@@ -47,7 +47,7 @@ from python_multipart.multipart import MultipartState, parse_options_header
 
 from .deadlines import deadline
 from .exceptions import BadRequest, PayloadTooLarge, RequestTimeout, UnsupportedMediaType
-from .requests import STREAM_CONSUMED, Headers
+from .requests import Headers
 
 __all__ = ["FormData", "FormLimits", "UploadFile", "read_form"]
 
@@ -460,20 +460,5 @@ async def read_form(request, limits: FormLimits | None = None) -> FormData:
 
 async def _feed_body(request, reader, limit: int) -> None:
     """The body into ``reader``: the one already read, else each chunk as it arrives."""
-    body = request._body
-    if body is STREAM_CONSUMED:
-        raise RuntimeError("the request body was already consumed as a stream")
-    if body is not None:
-        if len(body) > limit:
-            raise PayloadTooLarge(limit)
-        if body:
-            await reader.feed(body)
-        return
-    request._check_length(limit)
-    size = 0
-    async for chunk in request._chunks():
-        size += len(chunk)
-        if size > limit:  # per chunk: a chunked upload is refused before it is all in
-            raise PayloadTooLarge(limit)
+    async for chunk in request._limited_chunks(limit):
         await reader.feed(chunk)
-    request._body = STREAM_CONSUMED  # read to the end: the app need not drain it

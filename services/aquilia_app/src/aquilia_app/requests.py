@@ -4,8 +4,9 @@ once, with a size limit (413) and, when the app sets one, a time limit for the w
 from __future__ import annotations
 
 import re
-from typing import Any
-from urllib.parse import parse_qsl
+from time import monotonic
+from typing import Any, NamedTuple
+from urllib.parse import parse_qsl, quote
 
 import msgspec
 import orjson
@@ -13,7 +14,7 @@ import orjson
 from .deadlines import deadline
 from .exceptions import BadRequest, HTTPException, PayloadTooLarge, RequestTimeout, ValidationFailed
 
-__all__ = ["Request", "Headers", "parse_cookie_header"]
+__all__ = ["Request", "Headers", "Address", "parse_cookie_header"]
 
 DEFAULT_MAX_BODY = 1 << 20
 
@@ -24,6 +25,14 @@ class _Consumed(bytes):
 
 
 STREAM_CONSUMED = _Consumed()
+
+_PATH_SAFE = "/!$&'()*+,;=:@-._~"  # RFC 3986 pchar and "/": what a decoded path keeps when encoded again
+
+
+class Address(NamedTuple):
+    """The peer of a connection (``request.client``)."""
+    host: str
+    port: int | None
 
 
 def parse_cookie_header(value: str) -> dict[str, str]:
@@ -132,6 +141,38 @@ class Request:
         return self.scope["path"]
 
     @property
+    def client(self) -> Address | None:
+        """The peer's address; None when the server gives none (a Unix socket)."""
+        c = self.scope.get("client")
+        if not c:
+            return None
+        return Address(c[0], None if c[1] is None else int(c[1]))  # granian's ASGI scope gives a str
+
+    @property
+    def base_url(self) -> str:
+        """``scheme://host/`` as the client addressed the server (the Host header; else the server's own
+        address), with the app's root path.  Check the Host with ``TrustedHostMiddleware`` before
+        putting it in a page or a mail."""
+        scope = self.scope
+        host = self.header("host")
+        if not host:
+            server = scope.get("server")
+            host = f"{server[0]}:{server[1]}" if server else "localhost"
+        root = scope.get("root_path", "")
+        return f"{scope.get('scheme', 'http')}://{host}{quote(root, safe=_PATH_SAFE)}/"
+
+    @property
+    def url(self) -> str:
+        """The full URL of the request (path percent-encoded, query string as received)."""
+        qs = self.query_string
+        url = self.base_url[:-1] + quote(self.path, safe=_PATH_SAFE)
+        return f"{url}?{qs}" if qs else url
+
+    def url_for(self, name: str, /, **params) -> str:
+        """The absolute URL of the route called ``name`` (``App.url_for`` gives the path alone)."""
+        return self.base_url[:-1] + self.app.url_for(name, **params)
+
+    @property
     def headers(self) -> Headers:
         h = self._headers
         if h is None:
@@ -220,7 +261,8 @@ class Request:
         """The whole body: 413 over ``max_body``, 408 when it takes longer than the app's ``body_timeout``."""
         if self._body is not None:
             if self._body is STREAM_CONSUMED:
-                raise RuntimeError("the request body was already read by request.form(); it is not kept")
+                raise RuntimeError("the request body was already read as a stream (request.form() or "
+                                   "request.stream()); it is not kept")
             return self._body
         app = self.app
         return await self._read_body(self.max_body, app.body_timeout if app is not None else None)
@@ -273,8 +315,50 @@ class Request:
                 chunks.append(chunk)
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
+    async def stream(self):
+        """The body's chunks as they arrive, none kept: 413 past ``max_body``, 408 when the whole body takes
+        longer than the app's ``body_timeout``.  A body that was already read comes as one chunk; one read
+        to its end by a stream cannot be read again."""
+        app = self.app
+        timeout = app.body_timeout if app is not None else None
+        chunks = self._limited_chunks(self.max_body)
+        end = None if timeout is None else monotonic() + timeout
+        try:
+            while True:
+                try:
+                    with deadline(None if end is None else max(0.0, end - monotonic())):
+                        chunk = await anext(chunks)
+                except StopAsyncIteration:
+                    return
+                except TimeoutError:
+                    raise RequestTimeout(timeout) from None
+                yield chunk
+        finally:
+            await chunks.aclose()
+
+    async def _limited_chunks(self, limit: int):
+        """The body's chunks, refused with 413 as soon as they pass ``limit`` (before a chunked upload is
+        all in); the body slot then holds ``STREAM_CONSUMED``.  For ``stream`` and the form parser."""
+        body = self._body
+        if body is STREAM_CONSUMED:
+            raise RuntimeError("the request body was already consumed as a stream")
+        if body is not None:
+            if len(body) > limit:
+                raise PayloadTooLarge(limit)
+            if body:
+                yield body
+            return
+        self._check_length(limit)
+        size = 0
+        async for chunk in self._chunks():
+            size += len(chunk)
+            if size > limit:
+                raise PayloadTooLarge(limit)
+            yield chunk
+        self._body = STREAM_CONSUMED  # read to the end: the app need not drain it
+
     async def _chunks(self):
-        """The body's chunks as they come: for the form parser, which streams them."""
+        """The body's chunks as they come from the server."""
         more = True
         while more:
             chunk, more = await self._receive_chunk()
