@@ -298,6 +298,31 @@ def test_lifespan_starts_and_tears_down_providers():
     assert events == ["open", "close"]
 
 
+def test_a_lifespan_context_wraps_the_app_after_the_startup_hooks():
+    from contextlib import asynccontextmanager
+
+    from aquilia_app.testclient import TestClient
+    events = []
+
+    @asynccontextmanager
+    async def lifespan(app):
+        events.append(("enter", app.__class__.__name__))
+        yield
+        events.append("exit")
+
+    app = App(lifespan=lifespan)
+    app.on_startup(lambda: events.append("startup hook"))
+    app.on_shutdown(lambda: events.append("shutdown hook"))
+
+    @app.get("/events")
+    async def seen():
+        return list(events)
+
+    with TestClient(app) as client:
+        assert client.get("/events").json() == ["startup hook", ["enter", "App"]]
+    assert events == ["startup hook", ("enter", "App"), "exit", "shutdown hook"]
+
+
 def test_failed_startup_is_reported():
     async def broken():
         raise RuntimeError("no database")

@@ -90,7 +90,7 @@ class App(MethodShortcuts):
                  max_header_bytes: int = 16384, max_headers: int = 100,
                  body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
                  metrics: Metrics | None = None, debug: bool = False, form_limits=None,
-                 ws_max_message: int | None = 1 << 20, redirect_slashes: bool = True):
+                 ws_max_message: int | None = 1 << 20, redirect_slashes: bool = True, lifespan=None):
         if body_timeout is not None and body_timeout < 0:
             raise ValueError("body_timeout must be >= 0 seconds (0 or None: no limit)")
         self.router = Router()
@@ -108,6 +108,8 @@ class App(MethodShortcuts):
         self._pending: list[_Pending] = []
         self._startup_hooks: list[Callable] = []
         self._shutdown_hooks: list[Callable] = []
+        self._lifespan_factory = lifespan  # lifespan(app): an async context manager around the app's life (Starlette's)
+        self._lifespan_cm = None
         self._controllers: dict = {}  # class -> instance (app-lifetime controllers)
         self._compiled = False
         self._started = False
@@ -353,6 +355,10 @@ class App(MethodShortcuts):
             r = hook()
             if inspect.isawaitable(r):
                 await r
+        if self._lifespan_factory is not None:
+            cm = self._lifespan_factory(self)
+            await cm.__aenter__()
+            self._lifespan_cm = cm
         if self.metrics is not None:
             self.metrics.start()
         self._started = True
@@ -366,6 +372,12 @@ class App(MethodShortcuts):
         if not self._started or self._stopped:
             return
         self._stopped = True
+        cm, self._lifespan_cm = self._lifespan_cm, None
+        if cm is not None:
+            try:
+                await cm.__aexit__(None, None, None)
+            except Exception:
+                log.exception("the lifespan's exit failed")
         for hook in reversed(self._shutdown_hooks):
             try:
                 r = hook()
