@@ -63,3 +63,22 @@ async def whoami(request: Request):
 async def count_stream(request: Request):
     sizes = [len(chunk) async for chunk in request.stream()]
     return {"bytes": sum(sizes), "chunks": len(sizes)}
+
+
+WATCHED = {"gone": 0}
+
+
+@app.get("/until-gone")
+async def until_gone(request: Request, seconds: float = 5.0):
+    import asyncio
+    for _ in range(int(seconds / 0.05)):
+        if await request.is_disconnected():
+            WATCHED["gone"] += 1
+            return {"gone": True}
+        await asyncio.sleep(0.05)
+    return {"gone": False}
+
+
+@app.get("/watched")
+async def watched():
+    return dict(WATCHED)

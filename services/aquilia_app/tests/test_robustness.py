@@ -189,3 +189,26 @@ def test_a_streamed_body_comes_in_pieces_and_within_the_limit(edge):
     with _connect(port) as s:  # a declared length over the limit is refused before any of it is read
         s.sendall(b"POST /count-stream HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\nzz" % (2 << 20))
         assert read_response(s)[0] == 413
+
+
+def _leave_while_waiting(port, client) -> None:
+    before = client.get("/watched").json()["gone"]
+    with _connect(port) as s:
+        s.sendall(b"GET /until-gone HTTP/1.1\r\nHost: t\r\n\r\n")
+        time.sleep(0.3)  # the handler is polling is_disconnected(): the client goes
+    deadline = time.monotonic() + 5
+    while client.get("/watched").json()["gone"] == before:
+        assert time.monotonic() < deadline, "the handler never saw the client leave"
+        time.sleep(0.05)
+
+
+def test_a_handler_sees_the_client_leave(edge):
+    _leave_while_waiting(*edge)
+    assert edge[1].get("/until-gone?seconds=0.5").json() == {"gone": False}  # a client that stays
+
+
+def test_a_handler_sees_the_client_leave_on_uvicorn():
+    with running_server("--app", "edge_app:app", "--server", "uvicorn") as (port, _):
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+            _leave_while_waiting(port, client)
+            assert client.get("/until-gone?seconds=0.5").json() == {"gone": False}

@@ -671,6 +671,7 @@ class App(MethodShortcuts):
     @staticmethod
     async def _finish(req, exc) -> None:
         """After the response: background tasks, then the request's DI scope and uploaded files."""
+        req._stop_watch()  # is_disconnected's watch, if the handler started one
         if req.background is not None:
             await req.background.run()
         if req.state is not None:

@@ -3,6 +3,7 @@ multi-valued query, the cookies and the form are built lazily on first access; t
 once, with a size limit (413) and, when the app sets one, a time limit for the whole body (408)."""
 from __future__ import annotations
 
+import asyncio
 import re
 from time import monotonic
 from typing import Any, NamedTuple
@@ -13,6 +14,7 @@ import orjson
 
 from .deadlines import deadline
 from .exceptions import BadRequest, HTTPException, PayloadTooLarge, RequestTimeout, ValidationFailed
+from .responses import wait_for_disconnect
 
 __all__ = ["Request", "Headers", "Address", "parse_cookie_header"]
 
@@ -114,7 +116,7 @@ class Request:
 
     __slots__ = ("scope", "receive", "path_params", "max_body", "_headers", "_query", "_body", "state", "app",
                  "route", "session", "background", "exc",
-                 "_form", "_query_multi", "_cookies")  # the last two: set on first use, not in __init__
+                 "_form", "_query_multi", "_cookies", "_watch")  # the last three: set on first use, not in __init__
 
     def __init__(self, scope, receive, path_params=None, max_body: int = DEFAULT_MAX_BODY, app=None):
         self.scope = scope
@@ -335,6 +337,26 @@ class Request:
                 yield chunk
         finally:
             await chunks.aclose()
+
+    async def is_disconnected(self) -> bool:
+        """Whether the client has closed the connection: a long handler can stop work nobody waits for.
+        The first call starts a watch that the app cancels when the request ends.  On ASGI the watch
+        listens on the body's channel, so a body not read yet is read first (its limits apply)."""
+        watch = getattr(self, "_watch", None)
+        if watch is None:
+            if self._body is None:
+                await self.body()
+            watch = self._watch = asyncio.ensure_future(self._wait_disconnected())
+            await asyncio.sleep(0)  # let it look once: a client already gone is seen now
+        return watch.done()
+
+    async def _wait_disconnected(self) -> None:
+        await wait_for_disconnect(self.receive)
+
+    def _stop_watch(self) -> None:
+        watch = getattr(self, "_watch", None)
+        if watch is not None:
+            watch.cancel()
 
     async def _limited_chunks(self, limit: int):
         """The body's chunks, refused with 413 as soon as they pass ``limit`` (before a chunked upload is

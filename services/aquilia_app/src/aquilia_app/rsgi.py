@@ -140,6 +140,9 @@ class RSGIRequest(Request):
         except RuntimeError as e:  # RSGIProtocolClosed / RSGIProtocolError: the client went away
             raise BadRequest(f"the request body could not be read: {e}") from None
 
+    async def _wait_disconnected(self) -> None:
+        await self.proto.client_disconnect()
+
     async def _chunks(self):
         try:
             async for chunk in self.proto:
