@@ -14,7 +14,6 @@ import inspect
 import logging
 from time import perf_counter
 from typing import Any, Callable
-from urllib.parse import quote
 
 from .controllers import (P_BODY, bind, build_plan, controller_routes, dependencies_of, plan_needs_scope,
                           plan_reads_form)
@@ -24,7 +23,7 @@ from .metrics import Metrics
 from .middleware import MiddlewareStack, route_middleware
 from .requests import DEFAULT_MAX_BODY, Request
 from .responses import CT_JSON, CT_TEXT, PerRequestResponse, Response, json_bytes, problem
-from .routing import MethodShortcuts, Router
+from .routing import MethodShortcuts, Router, encode_path
 from .rsgi import RSGIRequest, response_headers, serve_asgi
 from .websockets import serve_asgi_websocket, serve_rsgi_websocket
 
@@ -623,7 +622,7 @@ class App(MethodShortcuts):
         if other.startswith("//") or self.router.match(method, other).route is None:
             return None  # "//host/..." in a Location would send the client to another site
         qs = req.query_string
-        location = quote(other, safe="/!$&'()*+,;=:@-._~")  # the path is decoded: "%" is encoded again
+        location = encode_path(other)
         return Response.redirect(location + "?" + qs if qs else location, 307)
 
     def _handler_for(self, e: Exception):

@@ -170,11 +170,11 @@ class _Writer:
     checkpoint that only ever runs beside the writer never catches up with it, and the WAL grows
     without end (it reached 245 MB beside an 8 MB database after 600,000 inserts).  The checkpoint
     therefore has two steps: a PASSIVE one beside the writer copies the bulk and syncs the files, then
-    the writes that arrive wait while a RESTART one copies the few frames written meanwhile (0.6 ms
-    against 3.8 ms for the whole at one write per commit, measured alone).  RESTART also waits for
+    the writes that arrive wait while a RESTART one copies the few frames written meanwhile, a much
+    shorter wait than for the whole checkpoint.  RESTART also waits for
     other processes' writers and for readers of older snapshots, so several workers sharing the file
     cannot starve it either.  The first batch after it runs in the executor: that write rewinds the
-    WAL, and SQLite syncs the WAL's new header then (3-10 ms here), which must not stall the loop.
+    WAL, and SQLite syncs the WAL's new header then (an fsync), which must not stall the loop.
     """
 
     CHECKPOINT_EVERY = 1000  # committed writes between checkpoints (SQLite's default: 1000 pages)

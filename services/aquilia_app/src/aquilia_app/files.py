@@ -36,6 +36,7 @@ from urllib.parse import quote
 from .exceptions import NotFound
 from .responses import (CT_PROBLEM, PerRequestResponse, RedirectResponse, _encode_headers, _media_type_bytes, problem,
                         wait_for_disconnect)
+from .routing import encode_path
 
 __all__ = ["FileResponse", "StaticFiles", "parse_range", "content_disposition", "guess_media_type",
            "safe_relative_path", "UNSATISFIABLE", "CHUNK_SIZE"]
@@ -374,7 +375,7 @@ class StaticFiles:
                 raise NotFound("file not found")
             return FileResponse(page[0], 404, stat_result=page[1])  # not cached like the files are
         if found is _ADD_SLASH:
-            url = "/" + quote(request.path, safe="/!$&'()*+,;=:@~").lstrip("/") + "/"
+            url = "/" + encode_path(request.path).lstrip("/") + "/"
             if request.query_string:  # RedirectResponse escapes what a Location cannot hold
                 url += "?" + request.query_string
             return RedirectResponse(url, 307)

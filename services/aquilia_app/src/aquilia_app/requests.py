@@ -7,7 +7,7 @@ import asyncio
 import re
 from time import monotonic
 from typing import Any, NamedTuple
-from urllib.parse import parse_qsl, quote
+from urllib.parse import parse_qsl
 
 import msgspec
 import orjson
@@ -15,6 +15,7 @@ import orjson
 from .deadlines import deadline
 from .exceptions import BadRequest, HTTPException, PayloadTooLarge, RequestTimeout, ValidationFailed
 from .responses import wait_for_disconnect
+from .routing import encode_path
 
 __all__ = ["Request", "Headers", "Address", "parse_cookie_header"]
 
@@ -27,9 +28,6 @@ class _Consumed(bytes):
 
 
 STREAM_CONSUMED = _Consumed()
-
-_PATH_SAFE = "/!$&'()*+,;=:@-._~"  # RFC 3986 pchar and "/": what a decoded path keeps when encoded again
-
 
 class Address(NamedTuple):
     """The peer of a connection (``request.client``)."""
@@ -161,13 +159,13 @@ class Request:
             server = scope.get("server")
             host = f"{server[0]}:{server[1]}" if server else "localhost"
         root = scope.get("root_path", "")
-        return f"{scope.get('scheme', 'http')}://{host}{quote(root, safe=_PATH_SAFE)}/"
+        return f"{scope.get('scheme', 'http')}://{host}{encode_path(root)}/"
 
     @property
     def url(self) -> str:
         """The full URL of the request (path percent-encoded, query string as received)."""
         qs = self.query_string
-        url = self.base_url[:-1] + quote(self.path, safe=_PATH_SAFE)
+        url = self.base_url[:-1] + encode_path(self.path)
         return f"{url}?{qs}" if qs else url
 
     def url_for(self, name: str, /, **params) -> str:

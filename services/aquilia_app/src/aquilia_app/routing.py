@@ -17,6 +17,13 @@ from urllib.parse import quote
 
 from .patterns import NO, TYPE_ORDER, Param, parse
 
+_PATH_SAFE = "/:@!$&'()*+,;=-._~"  # RFC 3986 pchar and "/": what a path keeps unencoded
+
+
+def encode_path(path: str) -> str:
+    """A decoded path percent-encoded for a URL or a Location ("%" included: it was decoded)."""
+    return quote(path, safe=_PATH_SAFE)
+
 __all__ = ["MethodShortcuts", "Route", "Router", "RouteConflict", "URLBuildError", "Match", "NOT_FOUND"]
 
 HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"})
@@ -256,7 +263,7 @@ def _url_forms(route) -> list[tuple[frozenset, list]]:
     forms = []
     for variant in sorted(route.parsed.variants, key=len, reverse=True):
         names = frozenset(s.name for s in variant if isinstance(s, Param))
-        parts = [quote(s, safe="/:@!$&'()*+,;=-._~") if isinstance(s, str) else s for s in variant]
+        parts = [encode_path(s) if isinstance(s, str) else s for s in variant]
         forms.append((names, parts))
     return forms
 
