@@ -21,10 +21,11 @@ from .di import REQUEST, Container, RequestScope
 from .exceptions import HTTPException, MethodNotAllowed, NotFound
 from .metrics import Metrics
 from .middleware import MiddlewareStack, route_middleware
-from .requests import DEFAULT_MAX_BODY, Request
+from .mounts import MountedApp, is_asgi_app
+from .requests import DEFAULT_MAX_BODY, Request, route_path
 from .responses import CT_JSON, CT_TEXT, PerRequestResponse, Response, json_bytes, problem
 from .routing import MethodShortcuts, Router, encode_path
-from .rsgi import RSGIRequest, response_headers, serve_asgi
+from .rsgi import RSGIRequest, asgi_scope, response_headers, serve_asgi
 from .websockets import serve_asgi_websocket, serve_rsgi_websocket
 
 __all__ = ["App"]
@@ -38,6 +39,7 @@ _ZERO = (b"0", "0")
 DEFAULT_BODY_TIMEOUT = 30.0  # seconds for the whole request body (408 after)
 DRAIN_MAX = 64 * 1024  # an unread body up to this size is read and dropped, so the connection stays usable
 DRAIN_TIMEOUT = 1.0  # seconds the response waits for such a body
+_EVERY_METHOD = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
 def _closing(resp):
@@ -150,12 +152,22 @@ class App(MethodShortcuts):
 
         return deco
 
-    def mount(self, prefix: str, handler, *, name: str | None = None) -> None:
-        """Serve every path under ``prefix`` (GET and HEAD) with ``await handler(request, path)``, e.g.
-        ``app.mount("/static", StaticFiles("public"))``; ``prefix`` itself redirects to ``prefix/``."""
+    def mount(self, prefix: str, target, *, name: str | None = None) -> None:
+        """Serve every path under ``prefix`` with ``target``: a handler ``await target(request, path)``
+        (GET and HEAD), e.g. ``app.mount("/static", StaticFiles("public"))``, or an ASGI app (every
+        method; ``mounts.py``), e.g. ``app.mount("/metrics", make_asgi_app())``.  ``prefix`` itself
+        redirects to ``prefix/``."""
         prefix = "/" + prefix.strip("/")
         if prefix == "/":
             raise ValueError("mount needs a prefix other than '/'")
+        if is_asgi_app(target):
+            methods = _EVERY_METHOD
+
+            async def handler(request: Request, path: str):
+                return MountedApp(target, request, request.scope.get("root_path", "") + prefix)
+        else:
+            methods = ("GET", "HEAD")
+            handler = target
 
         async def mounted(request: Request, path: str):
             return await handler(request, path)
@@ -165,14 +177,15 @@ class App(MethodShortcuts):
 
         async def add_slash(request: Request):  # the prefix itself: its root, as a directory's URL
             query = request.query_string
-            return Response.redirect(prefix + "/" + ("?" + query if query else ""), 307)
+            location = encode_path(request.path) + "/"
+            return Response.redirect(location + ("?" + query if query else ""), 307)
 
         for fn in (mounted, mounted_root, add_slash):
             fn.__qualname__ = f"mount({prefix!r})"
             fn.include_in_schema = False  # OpenAPI: a mount is not an operation
-        self.route(prefix + "/{path:path}", ("GET", "HEAD"), name=name)(mounted)
-        self.route(prefix + "/", ("GET", "HEAD"))(mounted_root)
-        self.route(prefix, ("GET", "HEAD"))(add_slash)
+        self.route(prefix + "/{path:path}", methods, name=name)(mounted)
+        self.route(prefix + "/", methods)(mounted_root)
+        self.route(prefix, methods)(add_slash)
 
     def exception_handler(self, key):
         """Register ``handler(request, exc) -> response`` for an exception class (its subclasses too;
@@ -407,7 +420,7 @@ class App(MethodShortcuts):
         if scope.proto != "http":
             return await serve_rsgi_websocket(self, scope, proto)
         if self._asgi_middleware:
-            return await serve_asgi(self._chain, scope, proto, self)
+            return await serve_asgi(self._chain, asgi_scope(scope, self), proto)
         t0 = perf_counter()
         method = scope.method
         headers = scope.headers.items()
@@ -477,8 +490,8 @@ class App(MethodShortcuts):
         t0 = perf_counter()
         method = scope["method"]
         scope["app"] = self
-        resp, label, req, exc = await self._dispatch(method, scope["path"], scope["headers"], Request, scope,
-                                                     receive, t0)
+        path = scope["path"] if not scope.get("root_path") else route_path(scope)
+        resp, label, req, exc = await self._dispatch(method, path, scope["headers"], Request, scope, receive, t0)
         try:
             if resp.__class__ is Response:
                 await send({"type": "http.response.start", "status": resp.status, "headers": resp.raw_headers})
@@ -582,7 +595,7 @@ class App(MethodShortcuts):
     async def _endpoint(self, req):
         """The innermost step of the native middleware chain: route, bind, run, turn into a response."""
         method = req.method
-        m = self.router.match(method, req.path)
+        m = self.router.match(method, req.route_path)
         route = m.route
         if route is None:
             return await self._miss(m, method, req)
@@ -615,11 +628,15 @@ class App(MethodShortcuts):
     def _slash_redirect(self, req, method: str) -> Response | None:
         """307 to the path with its trailing slash added or removed, when only that form has a route
         (as Starlette's ``redirect_slashes``); the query string is kept."""
-        path = req.path
+        path = req.route_path
         if path == "/":
             return None
         other = path[:-1] if path.endswith("/") else path + "/"
-        if other.startswith("//") or self.router.match(method, other).route is None:
+        if self.router.match(method, other).route is None:
+            return None
+        full = req.path
+        other = full[:len(full) - len(path)] + other  # the root path, when there is one, in front
+        if other.startswith("//"):
             return None  # "//host/..." in a Location would send the client to another site
         qs = req.query_string
         location = encode_path(other)
@@ -660,6 +677,8 @@ class App(MethodShortcuts):
         a small body, and the connection stays usable.  An error, a body too big or too slow to drain,
         or a stream from a handler that has the request (its generator may still read the body) gets
         ``Connection: close``."""
+        if isinstance(resp, MountedApp):  # the mounted app reads the body itself
+            return resp
         if resp.status < 400 and (req is None or isinstance(resp, Response)):
             if req is None:
                 req = request_cls(source, channel, _EMPTY, self.max_body, self)

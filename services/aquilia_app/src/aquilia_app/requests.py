@@ -17,7 +17,7 @@ from .exceptions import BadRequest, HTTPException, PayloadTooLarge, RequestTimeo
 from .responses import wait_for_disconnect
 from .routing import encode_path
 
-__all__ = ["Request", "Headers", "Address", "parse_cookie_header"]
+__all__ = ["Request", "Headers", "Address", "parse_cookie_header", "route_path"]
 
 DEFAULT_MAX_BODY = 1 << 20
 
@@ -28,6 +28,20 @@ class _Consumed(bytes):
 
 
 STREAM_CONSUMED = _Consumed()
+
+def route_path(scope: dict) -> str:
+    """``scope["path"]`` less ``scope["root_path"]``: an ASGI server (uvicorn's ``--root-path``) and an
+    app that mounts another keep the root path in ``path`` (the ASGI spec, as Starlette reads it).  A
+    path that is not under the root ("/apiary" under "/api") is returned as it is."""
+    path = scope["path"]
+    root = scope.get("root_path")
+    if not root or not path.startswith(root):
+        return path
+    rest = path[len(root):]
+    if not rest:
+        return "/"
+    return rest if rest[0] == "/" else path
+
 
 class Address(NamedTuple):
     """The peer of a connection (``request.client``)."""
@@ -141,6 +155,11 @@ class Request:
         return self.scope["path"]
 
     @property
+    def route_path(self) -> str:
+        """The path the app routes on: ``path`` less the ``root_path`` the app is mounted at."""
+        return route_path(self.scope)
+
+    @property
     def client(self) -> Address | None:
         """The peer's address; None when the server gives none (a Unix socket)."""
         c = self.scope.get("client")
@@ -151,22 +170,25 @@ class Request:
     @property
     def base_url(self) -> str:
         """``scheme://host/`` as the client addressed the server (the Host header; else the server's own
-        address), with the app's root path.  Check the Host with ``TrustedHostMiddleware`` before
-        putting it in a page or a mail."""
+        address), with the root path the app is mounted at.  Check the Host with
+        ``TrustedHostMiddleware`` before putting it in a page or a mail."""
+        return f"{self._origin()}{encode_path(self.scope.get('root_path', ''))}/"
+
+    @property
+    def url(self) -> str:
+        """The full URL of the request (path percent-encoded, query string as received); the path
+        already holds the root path (ASGI)."""
+        qs = self.query_string
+        url = self._origin() + encode_path(self.path)
+        return f"{url}?{qs}" if qs else url
+
+    def _origin(self) -> str:
         scope = self.scope
         host = self.header("host")
         if not host:
             server = scope.get("server")
             host = f"{server[0]}:{server[1]}" if server else "localhost"
-        root = scope.get("root_path", "")
-        return f"{scope.get('scheme', 'http')}://{host}{encode_path(root)}/"
-
-    @property
-    def url(self) -> str:
-        """The full URL of the request (path percent-encoded, query string as received)."""
-        qs = self.query_string
-        url = self.base_url[:-1] + encode_path(self.path)
-        return f"{url}?{qs}" if qs else url
+        return f"{scope.get('scheme', 'http')}://{host}"
 
     def url_for(self, name: str, /, **params) -> str:
         """The absolute URL of the route called ``name`` (``App.url_for`` gives the path alone)."""

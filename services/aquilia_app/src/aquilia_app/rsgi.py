@@ -106,6 +106,10 @@ class RSGIRequest(Request):
         return self.rsgi_scope.path
 
     @property
+    def route_path(self) -> str:  # RSGI has no root path
+        return self.rsgi_scope.path
+
+    @property
     def headers(self) -> Headers:
         h = self._headers
         if h is None:
@@ -152,19 +156,24 @@ class RSGIRequest(Request):
             raise BadRequest(f"the request body could not be read: {e}") from None
 
 
-async def serve_asgi(asgi_app, rscope, proto, app=None) -> None:
-    """Run one RSGI request through an ASGI app (used when the app has ASGI middleware)."""
-    scope = asgi_scope(rscope, app)
-    body = proto.__aiter__()
+async def serve_asgi(asgi_app, scope: dict, proto, body: bytes | None = None) -> None:
+    """Run one RSGI request through an ASGI app, given the request's ASGI ``scope`` (used when the app
+    has ASGI middleware, and for mounted ASGI apps).  ``body``: the request body when it was already
+    read, handed to the app as one message."""
+    chunks = proto.__aiter__() if body is None else None
     body_done = False
 
     async def receive() -> dict:
-        nonlocal body_done
+        nonlocal body_done, body
+        if body is not None:
+            msg = {"type": "http.request", "body": body, "more_body": False}
+            body, body_done = None, True
+            return msg
         if body_done:
             await proto.client_disconnect()
             return {"type": "http.disconnect"}
         try:
-            chunk = await body.__anext__()
+            chunk = await chunks.__anext__()
         except StopAsyncIteration:
             body_done = True
             return {"type": "http.request", "body": b"", "more_body": False}

@@ -58,7 +58,7 @@ from typing import Any, Awaitable
 import orjson
 
 from .exceptions import HTTPException, NotFound
-from .requests import Request
+from .requests import Request, route_path
 from .responses import json_bytes, problem
 from .rsgi import asgi_scope
 
@@ -481,7 +481,7 @@ def _reason(msg: dict) -> str:
 # -- serving -------------------------------------------------------------------------------------
 async def serve_asgi_websocket(app, scope: dict, receive, send) -> None:
     """An ASGI ``websocket`` scope: route, run the handler, close, tear down."""
-    m = app.ws_router.match("GET", scope["path"])
+    m = app.ws_router.match("GET", route_path(scope))
     ws = WebSocket(scope, _ASGIChannel(scope, receive, send), m.params or _EMPTY, app)
     await _serve(app, ws, m.route)
 
