@@ -246,3 +246,101 @@ def test_a_generator_provider_must_yield_exactly_once():
             await scope.aclose()
     run(main())
     assert closed == [True]  # closed all the same
+
+
+# -- overrides (tests replacing a provider, as FastAPI's dependency_overrides) ------------------------
+class Repo:
+    def __init__(self, session: Session):
+        self.session = session
+
+    def name(self) -> str:
+        return "real"
+
+
+class FakeRepo(Repo):
+    def __init__(self, config: Config):  # dependencies of its own
+        self.config = config
+
+    def name(self) -> str:
+        return "fake"
+
+
+def _served_container():
+    from aquilia_app import App
+    from aquilia_app.testclient import TestClient
+
+    c = Container()
+    c.register(Config)
+    c.register(Engine, scope=APP)
+    c.register(Session, scope=REQUEST)
+    c.register(Repo, scope=REQUEST)
+    app = App(container=c)
+
+    @app.get("/repo")
+    async def repo(r: Repo, engine: Engine):
+        return {"repo": r.name(), "engine": type(engine).__name__}
+
+    return c, lambda: TestClient(app)
+
+
+def test_an_override_replaces_a_provider_for_the_requests_and_undo_puts_it_back():
+    c, client_of = _served_container()
+    with c.override(Repo, FakeRepo):
+        with client_of() as client:
+            assert client.get("/repo").json() == {"repo": "fake", "engine": "Engine"}
+    with client_of() as client:  # the app started once already: the container is compiled
+        assert client.get("/repo").json()["repo"] == "real"
+        with c.override(Repo, FakeRepo):  # request-scoped: while the app runs, for the next request
+            assert client.get("/repo").json()["repo"] == "fake"
+        assert client.get("/repo").json()["repo"] == "real"
+
+
+def test_an_app_scoped_provider_is_overridden_between_runs_not_while_running():
+    class FakeEngine(Engine):
+        pass
+
+    c, client_of = _served_container()
+    with client_of() as client:
+        with pytest.raises(DIError, match="before start-up"):
+            c.override(Engine, FakeEngine)
+        assert client.get("/repo").json()["engine"] == "Engine"
+    with c.override(Engine, FakeEngine), client_of() as client:
+        assert client.get("/repo").json()["engine"] == "FakeEngine"
+    with client_of() as client:
+        assert client.get("/repo").json()["engine"] == "Engine"
+
+
+def test_an_override_is_checked_like_a_registration_and_a_bad_one_changes_nothing():
+    class NeedsNothingKnown:
+        def __init__(self, missing: Repo, other: "Unregistered"):  # noqa: F821
+            pass
+
+    class Unregistered:
+        pass
+
+    c, client_of = _served_container()
+    with client_of() as client:
+        with pytest.raises(MissingDependency):
+            c.override(Unregistered, Unregistered)  # only a registered token can be replaced
+        with pytest.raises(DIError):
+            c.override(Repo, NeedsNothingKnown)  # its dependencies must be provided
+        with pytest.raises(DIError, match="callable provider or value="):
+            c.override(Repo, 42)
+        assert client.get("/repo").json()["repo"] == "real"  # left as it was
+        fake = FakeRepo(Config())
+        with c.override(Repo, value=fake) as o:
+            assert client.get("/repo").json()["repo"] == "fake"
+            o.undo()
+            o.undo()  # once only
+            assert client.get("/repo").json()["repo"] == "real"
+    c2 = Container()
+    c2.register(Config)
+    c2.register(Engine)
+    c2.compile()
+    with pytest.raises(CycleError):
+        c2.override(Config, _needs_engine)
+    assert run(c2.resolve(Engine)).config.url == "sqlite://"
+
+
+def _needs_engine(engine: Engine) -> Config:
+    return Config()

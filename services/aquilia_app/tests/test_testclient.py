@@ -1,5 +1,7 @@
 """aquilia_app.testclient: the synchronous in-process client (HTTP through httpx, lifespan, streaming
 responses, WebSockets) against ws_app.py and small apps of its own."""
+import asyncio
+import contextlib
 import threading
 import time
 
@@ -112,6 +114,70 @@ def test_lifespan_runs_startup_and_shutdown():
         assert ws_app.STARTED == ["startup"]
         assert client.get("/healthz").json() == {"status": "ok"}
     assert ws_app.STARTED == ["startup", "shutdown"]
+
+
+def test_each_with_block_is_a_run_of_its_own():
+    """A module-level app under a test fixture that opens ``with TestClient(app)`` per test: every block
+    runs the start-up and shutdown hooks and the lifespan again, and gets fresh singletons."""
+    from aquilia_app import Container
+
+    class Pool:
+        def __init__(self):
+            self.open = True
+
+    events = []
+    c = Container()
+    c.register(Pool)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        events.append("lifespan in")
+        yield
+        events.append("lifespan out")
+
+    app = App(container=c, lifespan=lifespan)
+    app.on_startup(lambda: events.append("startup"))
+    app.on_shutdown(lambda: events.append("shutdown"))
+
+    @app.get("/pool")
+    async def pool(p: Pool):
+        return {"pool": id(p)}
+
+    seen = []
+    for _ in range(2):
+        with TestClient(app) as client:
+            seen.append(client.get("/pool").json()["pool"])
+    assert events == ["startup", "lifespan in", "lifespan out", "shutdown"] * 2
+    assert seen[0] != seen[1]  # a new Pool for the second run
+
+
+def test_a_request_after_shutdown_does_not_start_the_app_again():
+    events = []
+    app = App()
+    app.on_startup(lambda: events.append("startup"))
+
+    @app.get("/")
+    async def home():
+        return "hi"
+
+    with TestClient(app):
+        pass
+
+    async def request_after_shutdown():
+        sent = []
+
+        async def receive():
+            return {"type": "http.request", "body": b""}
+
+        async def send(msg):
+            sent.append(msg)
+
+        scope = {"type": "http", "method": "GET", "path": "/", "headers": [], "query_string": b""}
+        await app(scope, receive, send)
+        return sent[0]["status"]
+
+    assert asyncio.run(request_after_shutdown()) == 200  # served (a server still draining), not restarted
+    assert events == ["startup"]
 
 
 def test_a_failed_startup_raises():

@@ -353,8 +353,12 @@ class App(MethodShortcuts):
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def startup(self) -> None:
-        if self._started:
+        """Start the app: the container's providers, app-lifetime controllers, the start-up hooks, the
+        lifespan, metrics.  After a shutdown it starts again (a new run, as each ``with TestClient(app)``
+        block is); a request that races a shutdown does not (``_start_once``)."""
+        if self._started and not self._stopped:
             return
+        self._stopped = False
         self.compile()
         await self.container.startup()
         for p in self._pending:
@@ -513,7 +517,8 @@ class App(MethodShortcuts):
         if self._start_lock is None:
             self._start_lock = asyncio.Lock()
         async with self._start_lock:
-            await self.startup()
+            if not self._started:  # never again once stopped: only a lifespan start-up restarts the app
+                await self.startup()
 
     async def _dispatch(self, method: str, path: str, headers, request_cls, source, channel, t0: float):
         """Route, bind, run the handler and turn its result into a response, for either front end:

@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 __all__ = [
     "Container",
+    "Override",
     "RequestScope",
     "DIError",
     "CycleError",
@@ -37,6 +38,7 @@ _RANK = {SINGLETON: 0, APP: 1, REQUEST: 2}
 
 # plan kinds
 _VALUE, _SYNC, _ASYNC, _GEN, _CM = range(5)
+_MISSING = object()
 
 
 class DIError(Exception):
@@ -109,6 +111,7 @@ class Container:
         self._values: dict[Any, Any] = {}  # singleton + app instances
         self._exits: list = []  # teardowns of singleton/app providers
         self._compiled = False
+        self._running = False  # between startup() and shutdown()
 
     # -- registration -------------------------------------------------------------------------
     def register(self, token, factory=None, *, scope: str = SINGLETON):
@@ -145,6 +148,44 @@ class Container:
             return fn
 
         return deco
+
+    def override(self, token, factory=None, *, value=_MISSING) -> "Override":
+        """Replace the provider of a registered ``token`` by ``factory`` (or a ready ``value``) until
+        the returned ``Override`` is undone or its ``with`` block ends; for tests, as FastAPI's
+        ``dependency_overrides``: ``with container.override(Repo, FakeRepo): ...``.
+
+        The replacement keeps the original's scope (handlers were planned for it) and is checked as a
+        registration is (its dependencies must exist, no cycle, no shorter-lived dependency).  While the
+        container runs, only a request-scoped provider can be replaced (the next request uses it);
+        singletons and app providers are replaced before start-up or between runs."""
+        old = self._providers.get(token)
+        if old is None:
+            raise MissingDependency(f"no provider for {_name(token)} to override")
+        if value is not _MISSING:
+            new = _Provider(token, value, old.scope, _VALUE, ())
+        elif callable(factory):
+            new = _Provider(token, factory, old.scope, _kind_of(factory), dependencies_of(factory))
+        else:
+            raise DIError(f"override of {_name(token)} needs a callable provider or value=")
+        self._swap(token, new)
+        return Override(self, token, old)
+
+    def _swap(self, token, provider: _Provider) -> None:
+        """Put ``provider`` in for ``token`` and re-plan, or leave everything as it was on an error."""
+        if self._running and provider.scope != REQUEST:
+            raise DIError(f"{_name(token)} is {provider.scope}-scoped and built at start-up: "
+                          "override it before start-up or between runs")
+        previous = self._providers[token]
+        self._providers[token] = provider
+        if not self._compiled:
+            return
+        plans = self._plans
+        self._plans, self._compiled = {}, False
+        try:
+            self.compile()
+        except DIError:
+            self._providers[token], self._plans, self._compiled = previous, plans, True
+            raise
 
     def __contains__(self, token) -> bool:
         return token in self._providers
@@ -199,11 +240,13 @@ class Container:
     async def startup(self) -> None:
         """Create every singleton and app provider (eagerly, so failures show at start-up)."""
         self.compile()
+        self._running = True
         for token, plan in self._plans.items():
             if plan[3] != REQUEST and token not in self._values:
                 await self._build(token, self._values, self._exits)
 
     async def shutdown(self) -> None:
+        self._running = False
         exits, self._exits = self._exits, []
         self._values.clear()
         await _run_exits(exits)
@@ -258,8 +301,28 @@ class Container:
         return value
 
 
-_MISSING = object()
 _NOKW: dict = {}
+
+
+class Override:
+    """A provider put in by ``Container.override``: ``undo()`` (or the end of its ``with`` block)
+    puts back the one it replaced."""
+
+    __slots__ = ("_container", "_token", "_replaced")
+
+    def __init__(self, container: Container, token, replaced: _Provider):
+        self._container, self._token, self._replaced = container, token, replaced
+
+    def undo(self) -> None:
+        replaced, self._replaced = self._replaced, None
+        if replaced is not None:
+            self._container._swap(self._token, replaced)
+
+    def __enter__(self) -> "Override":
+        return self
+
+    def __exit__(self, et, e, tb) -> None:
+        self.undo()
 
 
 class RequestScope:
