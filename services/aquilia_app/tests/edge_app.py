@@ -55,8 +55,9 @@ async def header(request: Request, name: str):
 @app.get("/whoami", name="whoami")
 async def whoami(request: Request):
     client = request.client
+    request.state.seen = True  # request.state on either front end (RSGIRequest and Request)
     return {"client": [client.host, client.port], "url": request.url, "base_url": request.base_url,
-            "header_x": request.url_for("header", name="x y")}
+            "header_x": request.url_for("header", name="x y"), "state": request.state.seen}
 
 
 @app.post("/count-stream")

@@ -323,6 +323,79 @@ def test_a_lifespan_context_wraps_the_app_after_the_startup_hooks():
     assert events == ["startup hook", ("enter", "App"), "exit", "shutdown hook"]
 
 
+def test_request_state_starts_from_the_lifespan_state_and_carries_middleware_values():
+    """Starlette's lifespan state and request.state: each request gets its own copy of what the
+    lifespan yielded; a middleware's values reach the handler; app.state is the app's own."""
+    from contextlib import asynccontextmanager
+
+    from aquilia_app import Middleware
+    from aquilia_app.testclient import TestClient
+
+    @asynccontextmanager
+    async def lifespan(app):
+        yield {"db": "the-db", "hits": 0}
+
+    class Auth(Middleware):
+        async def __call__(self, request, call_next):
+            request.state.user = request.header("x-user", "anonymous")
+            return await call_next(request)
+
+    app = App(lifespan=lifespan)
+    app.add_middleware(Auth())
+    app.on_startup(lambda: setattr(app.state, "name", "shop"))
+
+    @app.get("/who")
+    async def who(request: Request):
+        request.state.hits += 1  # this request's copy only
+        return {"user": request.state.user, "db": request.state.db, "hits": request.state.hits,
+                "app": request.app.state.name, "has_cart": "cart" in request.state}
+
+    with TestClient(app) as client:
+        for _ in range(2):
+            assert client.get("/who", headers={"x-user": "ada"}).json() == \
+                {"user": "ada", "db": "the-db", "hits": 1, "app": "shop", "has_cart": False}
+    assert app.lifespan_state is None  # gone with the run
+
+
+def test_request_state_without_a_lifespan_and_a_missing_attribute():
+    from aquilia_app.testclient import TestClient
+
+    app = App(debug=True)
+
+    @app.get("/state")
+    async def state(request: Request):
+        request.state.x = 1
+        return {"x": request.state.x}
+
+    @app.get("/missing")
+    async def missing(request: Request):
+        return request.state.nothing
+
+    with TestClient(app, raise_server_exceptions=False) as client:
+        assert client.get("/state").json() == {"x": 1}
+        r = client.get("/missing")
+        assert r.status_code == 500 and "state has no attribute 'nothing'" in r.text
+
+
+def test_a_lifespan_that_yields_something_else_than_a_mapping_fails_the_startup():
+    from contextlib import asynccontextmanager
+
+    from aquilia_app.testclient import TestClient
+    exited = []
+
+    @asynccontextmanager
+    async def lifespan(app):
+        try:
+            yield ["not", "a", "mapping"]
+        finally:
+            exited.append(True)
+
+    with pytest.raises(RuntimeError, match="yields a mapping"):
+        with TestClient(App(lifespan=lifespan)):
+            pass
+    assert exited == [True]
+
+
 def test_failed_startup_is_reported():
     async def broken():
         raise RuntimeError("no database")

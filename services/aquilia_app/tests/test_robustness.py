@@ -168,6 +168,7 @@ def test_a_request_knows_its_url_and_its_peer(edge):
     assert got["url"] == "http://shop.example:8443/whoami?a=1%202&b"
     assert got["base_url"] == "http://shop.example:8443/"
     assert got["header_x"] == "http://shop.example:8443/header/x%20y"
+    assert got["state"] is True
     host, port = got["client"]
     assert host == "127.0.0.1" and isinstance(port, int) and port > 0
 

@@ -25,6 +25,7 @@ from .responses import HTMLResponse, JSONResponse, RedirectResponse, Response, S
 from .routing import RouteConflict, Router, URLBuildError
 from .sessions import SessionMiddleware
 from .sse import EventSourceResponse, ServerSentEvent
+from .state import State
 from .timeouts import TimeoutMiddleware
 from .trusted_hosts import TrustedHostMiddleware
 from .websockets import WebSocket, WebSocketDisconnect, WebSocketState
@@ -41,5 +42,5 @@ __all__ = [
     "WebSocket", "WebSocketDisconnect", "WebSocketState", "UnsupportedMediaType",
     "CORSMiddleware", "CompressionMiddleware", "RequestIdMiddleware", "current_request_id", "SessionMiddleware",
     "TimeoutMiddleware", "TrustedHostMiddleware",
-    "RouteConflict", "Router", "URLBuildError",
+    "RouteConflict", "Router", "URLBuildError", "State",
 ]

@@ -13,7 +13,7 @@ import gc
 import inspect
 import logging
 from time import perf_counter
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from .controllers import (P_BODY, bind, build_plan, controller_routes, dependencies_of, plan_needs_scope,
                           plan_reads_form)
@@ -26,6 +26,7 @@ from .requests import DEFAULT_MAX_BODY, Request, route_path
 from .responses import CT_JSON, CT_TEXT, PerRequestResponse, Response, json_bytes, problem
 from .routing import MethodShortcuts, Router, encode_path
 from .rsgi import RSGIRequest, asgi_scope, response_headers, serve_asgi
+from .state import State
 from .websockets import serve_asgi_websocket, serve_rsgi_websocket
 
 __all__ = ["App"]
@@ -111,6 +112,8 @@ class App(MethodShortcuts):
         self._shutdown_hooks: list[Callable] = []
         self._lifespan_factory = lifespan  # lifespan(app): an async context manager around the app's life (Starlette's)
         self._lifespan_cm = None
+        self.lifespan_state: dict | None = None  # the mapping the lifespan yielded: each request.state starts from it
+        self.state = State()  # the app's own attributes (Starlette's app.state)
         self._controllers: dict = {}  # class -> instance (app-lifetime controllers)
         self._compiled = False
         self._started = False
@@ -308,7 +311,7 @@ class App(MethodShortcuts):
             elif reads_form:
                 await req.form()
             t = perf_counter() if hot is not None else 0.0
-            scope = req.state = RequestScope(c)
+            scope = req.di = RequestScope(c)
             if cls is not None:
                 if per_request_ctl:
                     deps = {}
@@ -373,8 +376,13 @@ class App(MethodShortcuts):
                 await r
         if self._lifespan_factory is not None:
             cm = self._lifespan_factory(self)
-            await cm.__aenter__()
+            yielded = await cm.__aenter__()
             self._lifespan_cm = cm
+            if yielded is not None:
+                if not isinstance(yielded, Mapping):
+                    await cm.__aexit__(None, None, None)
+                    raise TypeError(f"the lifespan yields a mapping (its request state) or nothing, not {yielded!r}")
+                self.lifespan_state = dict(yielded)
         if self.metrics is not None:
             self.metrics.start()
         self._started = True
@@ -389,6 +397,7 @@ class App(MethodShortcuts):
             return
         self._stopped = True
         cm, self._lifespan_cm = self._lifespan_cm, None
+        self.lifespan_state = None
         if cm is not None:
             try:
                 await cm.__aexit__(None, None, None)
@@ -697,9 +706,9 @@ class App(MethodShortcuts):
         req._stop_watch()  # is_disconnected's watch, if the handler started one
         if req.background is not None:
             await req.background.run()
-        if req.state is not None:
+        if req.di is not None:
             try:
-                await req.state.aclose(exc)
+                await req.di.aclose(exc)
             except Exception:
                 log.exception("request-scope teardown failed")
         if req._form is not None:  # uploaded files: spooled temporary files are freed now

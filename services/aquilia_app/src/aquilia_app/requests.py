@@ -16,6 +16,7 @@ from .deadlines import deadline
 from .exceptions import BadRequest, HTTPException, PayloadTooLarge, RequestTimeout, ValidationFailed
 from .responses import wait_for_disconnect
 from .routing import encode_path
+from .state import State
 
 __all__ = ["Request", "Headers", "Address", "parse_cookie_header", "route_path"]
 
@@ -126,9 +127,9 @@ class Request:
     """A request seen through ASGI (``scope`` dict + ``receive``); ``rsgi.RSGIRequest`` is the same
     interface over granian's RSGI scope and protocol.  ``app`` is the ``App`` serving it."""
 
-    __slots__ = ("scope", "receive", "path_params", "max_body", "_headers", "_query", "_body", "state", "app",
-                 "route", "session", "background", "exc",
-                 "_form", "_query_multi", "_cookies", "_watch")  # the last three: set on first use, not in __init__
+    __slots__ = ("scope", "receive", "path_params", "max_body", "_headers", "_query", "_body", "di", "app",
+                 "route", "session", "background", "exc", "_form",
+                 "_query_multi", "_cookies", "_watch", "_state")  # the last four: set on first use, not in __init__
 
     def __init__(self, scope, receive, path_params=None, max_body: int = DEFAULT_MAX_BODY, app=None):
         self.scope = scope
@@ -138,7 +139,7 @@ class Request:
         self._headers = None
         self._query = None
         self._body = None
-        self.state = None  # the request's DI scope, when its handler needs one
+        self.di = None  # the request's DI scope (di.RequestScope), when its handler needs one
         self.app = app
         self.route = None  # the matched Route (set on the middleware path, where routing runs inside the chain)
         self.session = None  # a dict, when the sessions middleware runs
@@ -153,6 +154,17 @@ class Request:
     @property
     def path(self) -> str:
         return self.scope["path"]
+
+    @property
+    def state(self) -> State:
+        """Values for this request (middleware sets them for the handler: ``request.state.user``),
+        starting as a copy of what the app's lifespan yielded, if it yielded a mapping."""
+        try:
+            return self._state
+        except AttributeError:  # the first use
+            app = self.app
+            state = self._state = State(app.lifespan_state if app is not None else None)
+            return state
 
     @property
     def route_path(self) -> str:
