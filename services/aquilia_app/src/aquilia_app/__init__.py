@@ -16,6 +16,7 @@ from .exceptions import (BadRequest, HTTPException, MethodNotAllowed, NotFound, 
                          ServiceUnavailable, UnsupportedMediaType, ValidationFailed)
 from .files import FileResponse, StaticFiles
 from .forms import FormData, FormLimits, UploadFile
+from .groups import RouteGroup
 from .middleware import ASGIMiddleware, Middleware, MiddlewareStack
 from .patterns import PatternError
 from .query import Q, QueryError
@@ -42,5 +43,5 @@ __all__ = [
     "WebSocket", "WebSocketDisconnect", "WebSocketState", "UnsupportedMediaType",
     "CORSMiddleware", "CompressionMiddleware", "RequestIdMiddleware", "current_request_id", "SessionMiddleware",
     "TimeoutMiddleware", "TrustedHostMiddleware",
-    "RouteConflict", "Router", "URLBuildError", "State",
+    "RouteConflict", "Router", "URLBuildError", "State", "RouteGroup",
 ]

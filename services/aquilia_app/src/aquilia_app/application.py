@@ -18,6 +18,7 @@ from typing import Any, Callable, Mapping
 from .controllers import (P_BODY, bind, build_plan, controller_routes, dependencies_of, plan_needs_scope,
                           plan_reads_form)
 from .di import REQUEST, Container, RequestScope
+from .groups import join_prefix
 from .exceptions import HTTPException, MethodNotAllowed, NotFound
 from .metrics import Metrics
 from .middleware import MiddlewareStack, route_middleware
@@ -212,18 +213,22 @@ class App(MethodShortcuts):
 
         enable_openapi(self, **options)
 
-    def controller(self, cls):
-        prefix = getattr(cls, "prefix", "") or ""
+    def controller(self, cls, *, prefix: str = "", middleware=()):
+        """Register a controller's routes under ``prefix`` + its own ``prefix``, with ``middleware``
+        (a route group's) around each route's own."""
+        prefix = join_prefix(prefix, getattr(cls, "prefix", "") or "")
+        middleware = route_middleware(middleware)
         found = controller_routes(cls)
         if not found:
             raise TypeError(f"controller {cls.__qualname__} declares no routes")
-        for attr, pattern, methods, name, status, middleware in found:
-            full = prefix.rstrip("/") + pattern if prefix else pattern
-            if full == "":
-                full = "/"
-            r = self.router.add(full, methods, None, name)
-            self._pending.append(_Pending(getattr(cls, attr), cls, attr, status, r, middleware))
+        for attr, pattern, methods, name, status, own in found:
+            r = self.router.add(join_prefix(prefix, pattern), methods, None, name)
+            self._pending.append(_Pending(getattr(cls, attr), cls, attr, status, r, middleware + own))
         return cls
+
+    def include(self, group) -> None:
+        """Register a ``RouteGroup``'s routes (``groups.py``)."""
+        group.register(self)
 
     def add_middleware(self, factory, priority: int = 100, **options):
         self.middleware.add(factory, priority, **options)
