@@ -52,7 +52,7 @@ import msgspec
 
 from .background import BackgroundTasks
 from .di import REQUEST, Container, dependencies_of
-from .exceptions import BadRequest, ValidationFailed, error_entry
+from .exceptions import BadRequest, UnsupportedMediaType, ValidationFailed, error_entry
 from .forms import FormData, UploadFile
 from .middleware import route_middleware
 from .requests import Request
@@ -602,7 +602,18 @@ def describe_plan(plan) -> list[dict]:
     return [dict(d) for d in getattr(plan, "params", ())]
 
 
-def _decode_json(decoder, body: bytes):
+def is_json_media_type(content_type: str) -> bool:
+    """``application/json`` or ``application/<anything>+json`` (RFC 6839), parameters ignored."""
+    if content_type.startswith("application/json") and content_type[16:17] in ("", ";", " "):
+        return True  # the usual case, without splitting
+    media = content_type.partition(";")[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+def _decode_json(decoder, body: bytes, content_type: str | None):
+    """A declared JSON body: a Content-Type other than JSON is 415 (none at all is read as JSON)."""
+    if content_type is not None and not is_json_media_type(content_type):
+        raise UnsupportedMediaType(f"expected application/json, got {content_type[:100]}")
     if not body:
         raise BadRequest("request body is empty; JSON expected")
     try:
@@ -631,7 +642,7 @@ async def bind(plan: tuple, request: Request, scope) -> dict:
                     except ValueError as e:
                         raise _invalid("query", name, raw, e) from None
             elif kind == P_BODY:
-                kwargs[name] = _decode_json(extra, await request.body())
+                kwargs[name] = _decode_json(extra, await request.body(), request.header("content-type"))
             elif kind == P_REQUEST:
                 kwargs[name] = request
             elif kind == P_DEP:
