@@ -119,3 +119,71 @@ def test_off_unless_enabled():
 
     app.compile()
     assert app.router.match("GET", "/openapi.json").route is None
+
+
+def test_route_options_and_route_groups_shape_the_document():
+    from aquilia_app import RouteGroup
+
+    app = App()
+
+    @app.get("/old", tags=["legacy"], deprecated=True, summary="The old way", description="Use /new.")
+    async def old():
+        """Docstring summary.
+
+        Docstring description."""
+        return "old"
+
+    @app.get("/hidden", include_in_schema=False)
+    async def hidden():
+        return "hidden"
+
+    @app.get("/plain")
+    async def plain():
+        """From the docstring."""
+        return "plain"
+
+    v1 = RouteGroup("/v1", tags=["v1"])
+    admin = RouteGroup("/admin", tags=["admin"])
+
+    @admin.get("/stats", tags=["stats"])
+    async def stats():
+        return {}
+
+    class Legacy(Controller):
+        prefix = "/legacy"
+
+        @get("", tags=["old"], deprecated=True)
+        async def index(self):
+            return []
+
+    v1.include(admin)
+    v1.controller(Items)
+    v1.controller(Legacy)
+    app.include(v1)
+    app.mount("/files", lambda request, path: None)
+    doc = openapi_document(app, title="t", version="1")
+    validate(doc)
+    old_op = doc["paths"]["/old"]["get"]
+    assert (old_op["tags"], old_op["deprecated"], old_op["summary"], old_op["description"]) == \
+        (["legacy"], True, "The old way", "Use /new.")
+    plain_op = doc["paths"]["/plain"]["get"]
+    assert plain_op["summary"] == "From the docstring." and "tags" not in plain_op and "deprecated" not in plain_op
+    assert "/hidden" not in doc["paths"] and not any(p.startswith("/files") for p in doc["paths"])
+    assert doc["paths"]["/v1/admin/stats"]["get"]["tags"] == ["v1", "admin", "stats"]  # outer group first
+    assert doc["paths"]["/v1/items/{id}"]["get"]["tags"] == ["Items", "v1"]  # the controller's own tag first
+    legacy = doc["paths"]["/v1/legacy"]["get"]
+    assert (legacy["tags"], legacy["deprecated"]) == (["Legacy", "v1", "old"], True)
+
+
+def test_route_options_are_checked_where_the_route_is_declared():
+    from aquilia_app import RouteGroup
+
+    for bad in ({"tags": "items"}, {"tags": [""]}, {"summary": 3}, {"colour": "red"}):
+        with pytest.raises(TypeError):
+            App().get("/x", **bad)
+        with pytest.raises(TypeError):
+            get("/x", **bad)  # a controller's
+        with pytest.raises(TypeError):
+            RouteGroup("/g").get("/x", **bad)
+    with pytest.raises(TypeError):
+        RouteGroup("/g", tags="v1")

@@ -122,8 +122,11 @@ def test_each_with_block_is_a_run_of_its_own():
     from aquilia_app import Container
 
     class Pool:
+        made = 0
+
         def __init__(self):
-            self.open = True
+            Pool.made += 1
+            self.number = Pool.made
 
     events = []
     c = Container()
@@ -141,14 +144,14 @@ def test_each_with_block_is_a_run_of_its_own():
 
     @app.get("/pool")
     async def pool(p: Pool):
-        return {"pool": id(p)}
+        return {"pool": p.number}
 
     seen = []
     for _ in range(2):
         with TestClient(app) as client:
             seen.append(client.get("/pool").json()["pool"])
     assert events == ["startup", "lifespan in", "lifespan out", "shutdown"] * 2
-    assert seen[0] != seen[1]  # a new Pool for the second run
+    assert seen == [1, 2]  # a new Pool for the second run
 
 
 def test_a_request_after_shutdown_does_not_start_the_app_again():

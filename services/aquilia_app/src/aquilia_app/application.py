@@ -25,7 +25,7 @@ from .middleware import MiddlewareStack, route_middleware
 from .mounts import MountedApp, is_asgi_app
 from .requests import DEFAULT_MAX_BODY, Request, route_path
 from .responses import CT_JSON, CT_TEXT, PerRequestResponse, Response, json_bytes, problem
-from .routing import MethodShortcuts, Router, encode_path
+from .routing import MethodShortcuts, Router, encode_path, route_docs
 from .rsgi import RSGIRequest, asgi_scope, response_headers, serve_asgi
 from .state import State
 from .websockets import serve_asgi_websocket, serve_rsgi_websocket
@@ -132,13 +132,16 @@ class App(MethodShortcuts):
 
     # -- registration -------------------------------------------------------------------------
     def route(self, pattern: str, methods=("GET",), *, name: str | None = None, status: int = 200,
-              middleware=()):
+              middleware=(), **docs):
         """Register a handler.  ``middleware``: native ``Middleware`` instances run around this route
-        only (outermost first); the app's other routes do not pay for them."""
+        only (outermost first); the app's other routes do not pay for them.  ``docs``: how the route
+        shows in the OpenAPI document (``tags``, ``summary``, ``description``, ``deprecated``,
+        ``include_in_schema``; ``routing.route_docs``)."""
         middleware = route_middleware(middleware)
+        meta = {"openapi": route_docs(**docs)} if docs else None
 
         def deco(fn):
-            r = self.router.add(pattern, methods, None, name)
+            r = self.router.add(pattern, methods, None, name, meta)
             self._pending.append(_Pending(fn, None, None, status, r, middleware))
             return fn
 
@@ -186,10 +189,10 @@ class App(MethodShortcuts):
 
         for fn in (mounted, mounted_root, add_slash):
             fn.__qualname__ = f"mount({prefix!r})"
-            fn.include_in_schema = False  # OpenAPI: a mount is not an operation
-        self.route(prefix + "/{path:path}", methods, name=name)(mounted)
-        self.route(prefix + "/", methods)(mounted_root)
-        self.route(prefix, methods)(add_slash)
+        hidden = {"include_in_schema": False}  # OpenAPI: a mount is not an operation
+        self.route(prefix + "/{path:path}", methods, name=name, **hidden)(mounted)
+        self.route(prefix + "/", methods, **hidden)(mounted_root)
+        self.route(prefix, methods, **hidden)(add_slash)
 
     def exception_handler(self, key):
         """Register ``handler(request, exc) -> response`` for an exception class (its subclasses too;
@@ -213,16 +216,20 @@ class App(MethodShortcuts):
 
         enable_openapi(self, **options)
 
-    def controller(self, cls, *, prefix: str = "", middleware=()):
+    def controller(self, cls, *, prefix: str = "", middleware=(), tags=()):
         """Register a controller's routes under ``prefix`` + its own ``prefix``, with ``middleware``
-        (a route group's) around each route's own."""
+        (a route group's) around each route's own and ``tags`` (a group's) in the OpenAPI document."""
         prefix = join_prefix(prefix, getattr(cls, "prefix", "") or "")
         middleware = route_middleware(middleware)
+        tags = route_docs(tags=tags)["tags"]
         found = controller_routes(cls)
         if not found:
             raise TypeError(f"controller {cls.__qualname__} declares no routes")
-        for attr, pattern, methods, name, status, own in found:
-            r = self.router.add(join_prefix(prefix, pattern), methods, None, name)
+        for attr, pattern, methods, name, status, own, docs in found:
+            if tags:  # a group's tags before the route's own
+                docs = {**(docs or route_docs()), "tags": (*tags, *(docs or {}).get("tags", ()))}
+            meta = {"openapi": docs} if docs else None
+            r = self.router.add(join_prefix(prefix, pattern), methods, None, name, meta)
             self._pending.append(_Pending(getattr(cls, attr), cls, attr, status, r, middleware + own))
         return cls
 

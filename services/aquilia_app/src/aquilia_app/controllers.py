@@ -56,7 +56,7 @@ from .exceptions import BadRequest, UnsupportedMediaType, ValidationFailed, erro
 from .forms import FormData, UploadFile
 from .middleware import route_middleware
 from .requests import Request
-from .routing import MethodShortcuts
+from .routing import MethodShortcuts, route_docs
 
 __all__ = ["Controller", "route", "get", "post", "put", "patch", "delete", "Body", "Query", "Header", "Cookie",
            "Form", "build_plan", "bind", "describe_plan"]
@@ -70,17 +70,18 @@ class Controller:
     prefix: str = ""
 
 
-def route(pattern: str, methods=("GET",), *, name: str | None = None, status: int = 200, middleware=()):
+def route(pattern: str, methods=("GET",), *, name: str | None = None, status: int = 200, middleware=(), **docs):
     """Declare a controller method as a handler; ``middleware``: native ``Middleware`` instances run around
-    this route only, as with ``App.route``."""
+    this route only, and ``docs`` the OpenAPI options (``routing.route_docs``), as with ``App.route``."""
     middleware = route_middleware(middleware)
+    docs = route_docs(**docs) if docs else None
 
     def deco(fn):
         lst = getattr(fn, _ROUTES_ATTR, None)
         if lst is None:
             lst = []
             setattr(fn, _ROUTES_ATTR, lst)
-        lst.append((pattern, tuple(methods), name, status, middleware))
+        lst.append((pattern, tuple(methods), name, status, middleware, docs))
         return fn
 
     return deco
@@ -94,11 +95,11 @@ get, post, put, patch, delete = (getattr(_Declarations(), m) for m in ("get", "p
 
 
 def controller_routes(cls) -> list:
-    """[(method_name, pattern, methods, name, status, middleware)] declared on a controller class."""
+    """[(method_name, pattern, methods, name, status, middleware, docs or None)] declared on a controller class."""
     out = []
     for attr, fn in inspect.getmembers(cls, predicate=inspect.isfunction):
-        for pattern, methods, name, status, middleware in getattr(fn, _ROUTES_ATTR, ()):
-            out.append((attr, pattern, methods, name, status, middleware))
+        for declared in getattr(fn, _ROUTES_ATTR, ()):
+            out.append((attr, *declared))
     return out
 
 

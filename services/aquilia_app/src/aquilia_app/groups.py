@@ -18,7 +18,7 @@ routes do not pay for it.  WebSocket routes and mounts take the prefix, not the 
 from __future__ import annotations
 
 from .middleware import route_middleware
-from .routing import MethodShortcuts
+from .routing import MethodShortcuts, route_docs
 
 __all__ = ["RouteGroup", "join_prefix"]
 
@@ -36,18 +36,22 @@ def _checked_prefix(prefix: str) -> str:
 
 
 class RouteGroup(MethodShortcuts):
-    def __init__(self, prefix: str = "", *, middleware=()):
+    """``tags``: OpenAPI tags of every route of the group (before each route's own)."""
+
+    def __init__(self, prefix: str = "", *, middleware=(), tags=()):
         self.prefix = _checked_prefix(prefix)
         self.middleware = route_middleware(middleware)
+        self.tags = route_docs(tags=tags)["tags"]
         self._entries: list[tuple] = []  # (kind, args, options), replayed in order by register()
 
     def route(self, pattern: str, methods=("GET",), *, name: str | None = None, status: int = 200,
-              middleware=()):
+              middleware=(), **docs):
         middleware = route_middleware(middleware)
+        route_docs(**docs)  # checked now, where the mistake is
 
         def deco(fn):
             self._entries.append(("route", (pattern, methods, fn), {"name": name, "status": status,
-                                                                      "middleware": middleware}))
+                                                                      "middleware": middleware, **docs}))
             return fn
 
         return deco
@@ -71,24 +75,29 @@ class RouteGroup(MethodShortcuts):
             raise ValueError("a group cannot include itself")
         self._entries.append(("group", (group,), {}))
 
-    def register(self, app, prefix: str = "", middleware: tuple = (), _outer: frozenset = frozenset()) -> None:
+    def register(self, app, prefix: str = "", middleware: tuple = (), tags: tuple = (),
+                 _outer: frozenset = frozenset()) -> None:
         """Add every route of the group (and of the groups it includes) to ``app``, under ``prefix`` +
-        the group's prefix and inside ``middleware`` (an including group's)."""
+        the group's prefix, inside ``middleware`` and after ``tags`` (an including group's)."""
         if self in _outer:
             raise ValueError("route groups include each other in a cycle")
         prefix = join_prefix(prefix, self.prefix) if self.prefix else prefix
         middleware = middleware + self.middleware
+        tags = tags + self.tags
         for kind, args, options in self._entries:
             if kind == "route":
                 pattern, methods, fn = args
-                app.route(join_prefix(prefix, pattern), methods, name=options["name"], status=options["status"],
-                          middleware=middleware + options["middleware"])(fn)
+                options = dict(options, middleware=middleware + options["middleware"],
+                               tags=(*tags, *options.get("tags", ())))
+                if not options["tags"]:
+                    del options["tags"]  # no docs options: no OpenAPI entry in the route's meta
+                app.route(join_prefix(prefix, pattern), methods, **options)(fn)
             elif kind == "websocket":
                 pattern, fn = args
                 app.websocket(join_prefix(prefix, pattern), **options)(fn)
             elif kind == "controller":
-                app.controller(args[0], prefix=prefix, middleware=middleware)
+                app.controller(args[0], prefix=prefix, middleware=middleware, tags=tags)
             elif kind == "mount":
                 app.mount(join_prefix(prefix, args[0]), args[1], **options)
             else:
-                args[0].register(app, prefix, middleware, _outer | {self})
+                args[0].register(app, prefix, middleware, tags, _outer | {self})

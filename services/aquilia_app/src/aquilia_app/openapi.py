@@ -93,18 +93,27 @@ def _return_type(fn):
     return tp
 
 
+def _docs_of(route) -> dict | None:
+    return route.meta.get("openapi") if route.meta else None
+
+
 def _operation(route, method: str, ep, schemas: _Schemas, path_params: dict) -> dict:
     fn = ep.handler
-    doc = inspect.getdoc(fn) or ""
-    summary, _, description = doc.partition("\n")
+    docs = _docs_of(route) or {}
+    summary, _, description = (inspect.getdoc(fn) or "").partition("\n")
+    summary, description = docs.get("summary") or summary.strip(), docs.get("description") or description.strip()
     base = route.name or fn.__qualname__.replace("<locals>.", "")
     op: dict = {"operationId": re.sub(r"\W+", "_", f"{base}_{method.lower()}").strip("_")}
     if summary:
-        op["summary"] = summary.strip()
-    if description.strip():
-        op["description"] = description.strip()
-    if ep.owner is not None:
-        op["tags"] = [getattr(ep.owner, "tag", None) or ep.owner.__name__]
+        op["summary"] = summary
+    if description:
+        op["description"] = description
+    tags = [getattr(ep.owner, "tag", None) or ep.owner.__name__] if ep.owner is not None else []
+    tags += [t for t in docs.get("tags", ()) if t not in tags]
+    if tags:
+        op["tags"] = tags
+    if docs.get("deprecated"):
+        op["deprecated"] = True
     params, body, form = [], None, {}
     for d in describe_plan(ep.plan):
         loc = d["location"]
@@ -164,13 +173,13 @@ def _form_body(fields: dict, schemas: _Schemas) -> dict:
 def openapi_document(app, *, title: str, version: str, description: str | None = None,
                      servers: list | None = None) -> dict:
     """The OpenAPI 3.1 document of ``app``'s HTTP routes (compiled first if needed); a handler with
-    ``include_in_schema = False`` (mounts, the docs routes) is left out."""
+    ``include_in_schema=False`` (mounts, the docs routes) is left out."""
     app.compile()
     schemas = _Schemas()
     paths: dict = {}
     for route in app.router.routes:
         ep = route.endpoint
-        if ep is None or ep.handler is None or not getattr(ep.handler, "include_in_schema", True):
+        if ep is None or ep.handler is None or not (_docs_of(route) or {}).get("include_in_schema", True):
             continue
         for k, variant in enumerate(route.parsed.variants):
             path_params = {s.name: {"name": s.name, "in": "path", "required": True,
@@ -214,13 +223,12 @@ def enable_openapi(app, *, title: str = "API", version: str = "1.0.0", descripti
 
     cache: list = []
 
-    @app.get(openapi_path, name="openapi")
+    @app.get(openapi_path, name="openapi", include_in_schema=False)
     async def openapi_json():
         if not cache:
             cache.append(json_bytes(openapi_document(app, title=title, version=version, description=description)))
         return Response(cache[0], 200, None, CT_JSON)
 
-    openapi_json.include_in_schema = False
 
     if docs_path is None:
         return
@@ -231,11 +239,9 @@ def enable_openapi(app, *, title: str = "API", version: str = "1.0.0", descripti
     assets = docs_path.rstrip("/") + "/assets"
     page = _DOCS_PAGE.format(title=escape(title), assets=escape(assets), spec=escape(openapi_path)).encode()
 
-    @app.get(docs_path, name="docs")
+    @app.get(docs_path, name="docs", include_in_schema=False)
     async def docs():
         return Response(page, 200, None, CT_HTML)
-
-    docs.include_in_schema = False
 
     # the package's own files, trusted: installed trees may be symlink farms (Bazel runfiles)
     app.mount(assets, StaticFiles(str(swagger_ui_path), follow_symlink=True, max_age=86400))

@@ -50,6 +50,21 @@ class MethodShortcuts:
     def delete(self, pattern: str, **kw):
         return self.route(pattern, ("DELETE",), **kw)
 
+def route_docs(*, tags=(), summary: str | None = None, description: str | None = None, deprecated: bool = False,
+               include_in_schema: bool = True) -> dict:
+    """A route's OpenAPI options (``app.get(..., tags=["items"], deprecated=True)``), checked when the
+    route is declared; ``openapi.py`` reads them from ``Route.meta["openapi"]``: ``tags`` (after a
+    controller's own tag), ``summary`` and ``description`` (else the handler's docstring: its first line
+    and the rest), ``deprecated``, ``include_in_schema``."""
+    if isinstance(tags, str) or not all(isinstance(t, str) and t for t in tags):
+        raise TypeError(f"tags is a list of non-empty strings, not {tags!r}")
+    for key, value in (("summary", summary), ("description", description)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{key} is a string, not {value!r}")
+    return {"tags": tuple(tags), "summary": summary, "description": description, "deprecated": bool(deprecated),
+            "include_in_schema": bool(include_in_schema)}
+
+
 class RouteConflict(ValueError):
     """Two routes are ambiguous (or a route name is reused)."""
 
