@@ -56,9 +56,22 @@ def test_cli_rejects_bad_arguments():
     assert p.returncode == 2 and b"--interface rsgi needs --server granian" in p.stderr
     for args, named in [(("--body-timeout", "-1"), b"--body-timeout"), (("--pool-timeout", "0"), b"--pool-timeout"),
                         (("--header-timeout", "0"), b"--header-timeout"),
-                        (("--server", "uvicorn", "--header-timeout", "5"), b"--header-timeout needs --server granian")]:
+                        (("--server", "uvicorn", "--header-timeout", "5"), b"--header-timeout needs --server granian"),
+                        (("--root-path", "/api"), b"--root-path needs ASGI"),
+                        (("--server", "uvicorn", "--root-path", "api"), b"--root-path is a path")]:
         p = _run_cli(*args)
         assert p.returncode == 2 and named in p.stderr, args
+
+
+def test_root_path_behind_a_proxy():
+    """uvicorn puts --root-path in front of the path (the proxy strips it); granian's ASGI leaves the path
+    as the proxy forwarded it.  Either way the app routes on what follows the root and its URLs hold it."""
+    for server, sent in ((("--server", "uvicorn"), "/whoami"), (("--interface", "asgi"), "/api/whoami")):
+        with running_server("--app", "edge_app:app", *server, "--root-path", "/api/") as (port, _):
+            got = httpx.get(f"http://127.0.0.1:{port}{sent}", headers={"host": "shop.example"}, timeout=10).json()
+            assert got["url"] == "http://shop.example/api/whoami", server
+            assert got["base_url"] == "http://shop.example/api/", server
+            assert got["header_x"] == "http://shop.example/api/header/x%20y", server
 
 
 def test_cli_port_in_use_is_a_clear_error():

@@ -45,6 +45,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "connection), then the connection is closed (granian's header_read_timeout; default 30)")
     p.add_argument("--pool-timeout", type=float, default=None,
                    help="seconds a request waits for a free SQLite connection, then 503 (default 5)")
+    p.add_argument("--root-path", default="",
+                   help="the path prefix a reverse proxy serves the app under (e.g. /api): the app routes on what "
+                        "follows it and builds its URLs with it; ASGI only (uvicorn, or granian --interface asgi)")
     p.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"))
     a = p.parse_args(argv)
     if not 0 <= a.port <= 65535:
@@ -58,9 +61,20 @@ def parse_args(argv=None) -> argparse.Namespace:
         a.interface = "rsgi" if a.server == "granian" else "asgi"
     elif a.interface == "rsgi" and a.server != "granian":
         p.error("--interface rsgi needs --server granian (uvicorn serves ASGI only)")
+    _check_root_path(p, a)
     if a.app is None:
         a.app = "aquilia_app.app:app" if a.interface == "rsgi" else "aquilia_app.app:asgi"
     return a
+
+
+def _check_root_path(p: argparse.ArgumentParser, a: argparse.Namespace) -> None:
+    if not a.root_path:
+        return
+    if not a.root_path.startswith("/") or any(c.isspace() or c in "?#" for c in a.root_path):
+        p.error(f"--root-path is a path such as /api, not {a.root_path!r}")
+    if a.interface == "rsgi":
+        p.error("--root-path needs ASGI (--interface asgi, or --server uvicorn): an RSGI scope has no root path")
+    a.root_path = a.root_path.rstrip("/")
 
 
 def _check_timeouts(p: argparse.ArgumentParser, a: argparse.Namespace) -> None:
@@ -122,7 +136,8 @@ def serve_uvicorn(a: argparse.Namespace) -> None:
 
     config = uvicorn.Config(a.app, host=a.host, port=a.port, workers=a.workers, loop="uvloop", http="httptools",
                             lifespan="on", log_level=a.log_level, access_log=False, server_header=False,
-                            ws="websockets-sansio", backlog=2048, proxy_headers=False, interface="asgi3")
+                            ws="websockets-sansio", backlog=2048, proxy_headers=False, interface="asgi3",
+                            root_path=a.root_path)
     sock = config.bind_socket()
     _announce(a.host, sock.getsockname()[1])
     server = uvicorn.Server(config)
@@ -157,7 +172,7 @@ def serve_granian(a: argparse.Namespace) -> None:
         http1 = HTTP1Settings(header_read_timeout=round(a.header_timeout * 1000))
     Granian(a.app, address=a.host, port=port, interface=interface, workers=a.workers, loop=Loops.uvloop,
             http=HTTPModes.http1, http1_settings=http1, websockets=True, log_enabled=True,
-            log_level=LogLevels(a.log_level), backlog=2048).serve()
+            log_level=LogLevels(a.log_level), backlog=2048, url_path_prefix=a.root_path or None).serve()
 
 
 def _exit_on_sigterm(signum, frame) -> None:
