@@ -5,6 +5,7 @@ import pytest
 
 from aquilia_app.di import (APP, REQUEST, SINGLETON, Container, CycleError, DIError, MissingDependency, RequestScope,
                             ScopeError)
+from aquilia_app.requests import Request
 
 
 def run(coro):
@@ -344,3 +345,83 @@ def test_an_override_is_checked_like_a_registration_and_a_bad_one_changes_nothin
 
 def _needs_engine(engine: Engine) -> Config:
     return Config()
+
+
+# -- the request as a dependency (FastAPI's dependencies that read the request) -----------------------
+class User(str):
+    pass
+
+
+async def current_user(request: Request) -> User:
+    from aquilia_app import HTTPException
+
+    token = request.header("authorization")
+    if not token:
+        raise HTTPException(401, "no token", headers={"www-authenticate": "Bearer"})
+    return User(token.removeprefix("Bearer "))
+
+
+def test_a_request_scoped_provider_takes_the_request():
+    from aquilia_app import App, Controller, WebSocket, get
+    from aquilia_app.testclient import TestClient
+
+    seen_closed = []
+
+    async def audit(request: Request):  # a generator provider: its teardown sees the same request
+        yield request.path
+        seen_closed.append(request.path)
+
+    class Audit(str):
+        pass
+
+    c = Container()
+    c.register(User, current_user, scope=REQUEST)
+    c.register(Audit, audit, scope=REQUEST)
+    app = App(container=c)
+
+    @app.get("/me")
+    async def me(user: User, trail: Audit):
+        return {"user": user, "trail": trail}
+
+    class Profile(Controller):
+        prefix = "/profile"
+
+        def __init__(self, request: Request):  # a controller made per request
+            self.request = request
+
+        @get("")
+        async def show(self, user: User):
+            return {"user": user, "same": self.request.path}
+
+    app.controller(Profile)
+
+    @app.websocket("/ws")
+    async def ws(socket: WebSocket, user: User):
+        await socket.accept()
+        await socket.send_text(user)
+        await socket.close()
+
+    with TestClient(app) as client:
+        r = client.get("/me")
+        assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+        assert client.get("/me", headers={"authorization": "Bearer ada"}).json() == {"user": "ada", "trail": "/me"}
+        assert seen_closed == ["/me"]
+        assert client.get("/profile", headers={"authorization": "Bearer bo"}).json() == {"user": "bo",
+                                                                                          "same": "/profile"}
+        with client.websocket_connect("/ws", headers={"authorization": "Bearer cy"}) as socket:
+            assert socket.receive_text() == "cy"
+
+
+def test_only_request_scoped_providers_take_the_request():
+    from aquilia_app import App
+
+    c = Container()
+    c.register(User, current_user)  # a singleton: built before any request
+    with pytest.raises(ScopeError, match="request-scoped Request"):
+        App(container=c).compile()
+    c = Container()
+    c.request_value(Request)
+    c.register(User, current_user, scope=REQUEST)
+    c.compile()
+    with pytest.raises(MissingDependency, match="given by a request"):
+        run(c.request_scope().resolve(User))  # a scope made outside a request has no request

@@ -98,6 +98,8 @@ class App(MethodShortcuts):
             raise ValueError("body_timeout must be >= 0 seconds (0 or None: no limit)")
         self.router = Router()
         self.container = container if container is not None else Container()
+        if Request not in self.container:  # request-scoped providers may take the request (di.request_value)
+            self.container.request_value(Request)
         self.middleware = MiddlewareStack()
         self.max_body = max_body_size
         self.body_timeout = body_timeout or None
@@ -323,7 +325,7 @@ class App(MethodShortcuts):
             elif reads_form:
                 await req.form()
             t = perf_counter() if hot is not None else 0.0
-            scope = req.di = RequestScope(c)
+            scope = req.di = RequestScope(c, req)
             if cls is not None:
                 if per_request_ctl:
                     deps = {}

@@ -36,8 +36,8 @@ __all__ = [
 SINGLETON, APP, REQUEST = "singleton", "app", "request"
 _RANK = {SINGLETON: 0, APP: 1, REQUEST: 2}
 
-# plan kinds
-_VALUE, _SYNC, _ASYNC, _GEN, _CM = range(5)
+# plan kinds (_GIVEN: the value each request scope is given, e.g. the request itself)
+_VALUE, _SYNC, _ASYNC, _GEN, _CM, _GIVEN = range(6)
 _MISSING = object()
 
 
@@ -126,6 +126,14 @@ class Container:
         deps = dependencies_of(factory)
         self._providers[token] = _Provider(token, factory, scope, kind, deps)
         return factory
+
+    def request_value(self, token) -> None:
+        """Declare ``token`` as the value each request scope is given (``RequestScope(c, value)``):
+        request-scoped providers may depend on it.  ``App`` declares its ``Request`` so, so that a
+        provider such as ``current_user(request: Request)`` reads headers and cookies."""
+        if self._compiled:
+            raise DIError("container already compiled")
+        self._providers[token] = _Provider(token, None, REQUEST, _GIVEN, ())
 
     def value(self, token, instance):
         if self._compiled:
@@ -326,14 +334,16 @@ class Override:
 
 
 class RequestScope:
-    """Per-request cache; shares the container's plans by reference (O(1) to create)."""
+    """Per-request cache; shares the container's plans by reference (O(1) to create).  ``given``: the
+    value of the container's ``request_value`` token (the request)."""
 
-    __slots__ = ("_c", "_cache", "_exits")
+    __slots__ = ("_c", "_cache", "_exits", "given")
 
-    def __init__(self, container: Container):
+    def __init__(self, container: Container, given=None):
         self._c = container
         self._cache = None
         self._exits = None
+        self.given = given
 
     async def resolve(self, token):
         c = self._c
@@ -352,6 +362,10 @@ class RequestScope:
             raise MissingDependency(f"no provider for {_name(token)}")
         if plan[3] != REQUEST:
             return await c._build(token, c._values, c._exits)
+        if plan[0] == _GIVEN:
+            if self.given is None:
+                raise MissingDependency(f"{_name(token)} is given by a request: this scope has none")
+            return self.given
         if plan[0] >= _GEN and self._exits is None:  # _GEN and _CM have a teardown
             self._exits = []
         return await c._build(token, cache, self._exits, self)
