@@ -122,3 +122,31 @@ def test_the_private_internals_used_are_still_there():
     assert templates._escape_inner is not None, "markupsafe._speedups._escape_inner is gone: update escape_output"
     assert callable(getattr(CodeGenerator, "_output_child_pre", None)), \
         "jinja2's CodeGenerator._output_child_pre is gone: update _EscapeOutputCodeGenerator"
+
+
+def test_a_template_given_the_request_builds_urls_and_sees_the_request(tmp_path):
+    from aquilia_app import App, Request, StaticFiles
+    from aquilia_app.testclient import TestClient
+
+    (tmp_path / "page.html").write_text(
+        '<link href="{{ url_for("static", path="css/site.css") }}">'
+        '<a href="{{ url_for("item", id=3) }}">{{ request.query.get("who") }}</a>')
+    static = tmp_path / "public"
+    static.mkdir()
+    templates = Templates(str(tmp_path))
+    app = App()
+    app.mount("/static", StaticFiles(str(static)), name="static")
+
+    @app.get("/items/{id:int}", name="item")
+    async def item(id: int):
+        return {"id": id}
+
+    @app.get("/page")
+    async def page(request: Request):
+        return templates.response("page.html", request=request)
+
+    with TestClient(app) as client:
+        r = client.get("/page?who=<ada>")
+    assert r.headers["content-type"].startswith("text/html")
+    assert r.text == ('<link href="http://testserver/static/css/site.css">'
+                      '<a href="http://testserver/items/3">&lt;ada&gt;</a>')

@@ -95,8 +95,13 @@ class Templates:
             t = self._compiled[name] = self.env.get_template(name)
         return t
 
-    def render(self, name: str, **context: Any) -> str:
+    def render(self, name: str, request=None, **context: Any) -> str:
+        """``name`` rendered with ``context``; with the ``request``, the template also sees ``request``
+        and ``url_for(name, **params)`` (the absolute URL of a route, as in Starlette's templates)."""
+        if request is not None:
+            context["request"] = request
+            context.setdefault("url_for", request.url_for)
         return self.get(name).render(context)
 
-    def response(self, name: str, status: int = 200, headers=None, **context: Any) -> Response:
-        return Response(self.get(name).render(context).encode(), status, headers, CT_HTML)
+    def response(self, name: str, status: int = 200, headers=None, request=None, **context: Any) -> Response:
+        return Response(self.render(name, request, **context).encode(), status, headers, CT_HTML)
