@@ -1,6 +1,6 @@
 """An app without middleware, so that RSGI requests take the direct path (not the ASGI adapter), for
 test_robustness.py: a ``Response`` subclass and handlers that never read the request body."""
-from aquilia_app import App, Request, Response, StreamingResponse
+from aquilia_app import App, ProxyHeadersMiddleware, Request, Response, StreamingResponse
 
 GREETING_LINES = 2000  # ~24 KB: more than one write
 
@@ -83,3 +83,8 @@ async def until_gone(request: Request, seconds: float = 5.0):
 @app.get("/watched")
 async def watched():
     return dict(WATCHED)
+
+
+@app.get("/forwarded", middleware=[ProxyHeadersMiddleware()])  # this route only: the others stay direct
+async def forwarded(request: Request):
+    return {"client": request.client.host, "url": request.url}

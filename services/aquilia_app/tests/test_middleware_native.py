@@ -20,6 +20,7 @@ from aquilia_app.compression import CompressionMiddleware, compressible, negotia
 from aquilia_app.cors import CORSMiddleware
 from aquilia_app.files import FileResponse
 from aquilia_app.middleware import Middleware
+from aquilia_app.proxy_headers import ProxyHeadersMiddleware
 from aquilia_app.request_id import RequestIdLogFilter, RequestIdMiddleware, current_request_id
 from aquilia_app.sessions import MAX_SESSION_COOKIE, Session, SessionMiddleware
 from aquilia_app.sse import EventSourceResponse
@@ -772,6 +773,52 @@ def test_www_redirect():
 def test_trusted_hosts_refuse_bad_configuration(hosts):
     with pytest.raises((ValueError, TypeError)):
         TrustedHostMiddleware(allowed_hosts=hosts)
+
+
+# == proxy headers =========================================================================================
+def _through_proxy(peer: str, headers: dict, **options) -> dict:
+    app = App()
+    app.add_middleware(ProxyHeadersMiddleware(**options))
+
+    @app.get("/who")
+    async def who(request: Request):
+        c = request.client
+        return {"client": [c.host, c.port], "url": request.url, "base": request.base_url}
+
+    async def go():
+        transport = httpx.ASGITransport(app, client=(peer, 4711))
+        async with httpx.AsyncClient(transport=transport, base_url="http://shop.example") as client:
+            return (await client.get("/who", headers=headers)).json()
+
+    return run(go())
+
+
+def test_a_trusted_proxy_sets_the_client_and_the_scheme():
+    got = _through_proxy("127.0.0.1", {"x-forwarded-for": "203.0.113.7", "x-forwarded-proto": "https"})
+    assert got == {"client": ["203.0.113.7", None], "url": "https://shop.example/who", "base": "https://shop.example/"}
+    # a chain: the rightmost address that is not a trusted proxy; what a client wrote at the left is ignored
+    got = _through_proxy("10.0.0.2", {"x-forwarded-for": "6.6.6.6, 203.0.113.7, 10.0.0.9"},
+                         trusted_proxies=["10.0.0.0/8"])
+    assert got["client"] == ["203.0.113.7", None]
+    got = _through_proxy("10.0.0.2", {"x-forwarded-for": "10.0.0.7, 10.0.0.9"}, trusted_proxies="10.0.0.0/8, ::1")
+    assert got["client"] == ["10.0.0.7", None]  # every hop trusted: the first
+    got = _through_proxy("198.51.100.1", {"x-forwarded-for": "1.2.3.4"}, trusted_proxies="*")
+    assert got["client"] == ["1.2.3.4", None]
+
+
+def test_an_untrusted_peer_or_a_strange_scheme_changes_nothing():
+    got = _through_proxy("198.51.100.1", {"x-forwarded-for": "203.0.113.7", "x-forwarded-proto": "https"})
+    assert got == {"client": ["198.51.100.1", 4711], "url": "http://shop.example/who", "base": "http://shop.example/"}
+    got = _through_proxy("127.0.0.1", {"x-forwarded-proto": "javascript"})
+    assert got["url"] == "http://shop.example/who" and got["client"] == ["127.0.0.1", 4711]
+    got = _through_proxy("127.0.0.1", {"x-forwarded-proto": "http, HTTPS"})
+    assert got["url"] == "https://shop.example/who"  # the last proxy's word
+
+
+@pytest.mark.parametrize("trusted", [["localhost"], ["10.0.0.0/33"], "10.0.0.1, nope"])
+def test_proxy_headers_refuse_bad_configuration(trusted):
+    with pytest.raises(ValueError, match="trusted_proxies"):
+        ProxyHeadersMiddleware(trusted_proxies=trusted)
 
 
 # == timeouts ==============================================================================================

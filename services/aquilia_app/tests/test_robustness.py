@@ -173,6 +173,15 @@ def test_a_request_knows_its_url_and_its_peer(edge):
     assert host == "127.0.0.1" and isinstance(port, int) and port > 0
 
 
+def test_a_trusted_proxy_forwards_the_client_and_the_scheme(edge):
+    _, client = edge
+    got = client.get("/forwarded", headers={"host": "shop.example", "x-forwarded-for": "6.6.6.6, 203.0.113.7",
+                                            "x-forwarded-proto": "https"}).json()
+    assert got == {"client": "203.0.113.7", "url": "https://shop.example/forwarded"}
+    assert client.get("/forwarded", headers={"host": "shop.example"}).json() == \
+        {"client": "127.0.0.1", "url": "http://shop.example/forwarded"}
+
+
 def test_a_streamed_body_comes_in_pieces_and_within_the_limit(edge):
     _, client = edge
 

@@ -19,6 +19,7 @@ from .forms import FormData, FormLimits, UploadFile
 from .groups import RouteGroup
 from .middleware import ASGIMiddleware, Middleware, MiddlewareStack
 from .patterns import PatternError
+from .proxy_headers import ProxyHeadersMiddleware
 from .query import Q, QueryError
 from .requests import Request
 from .request_id import RequestIdMiddleware, current_request_id
@@ -42,6 +43,6 @@ __all__ = [
     "FileResponse", "StaticFiles", "EventSourceResponse", "ServerSentEvent", "FormData", "FormLimits", "UploadFile",
     "WebSocket", "WebSocketDisconnect", "WebSocketState", "UnsupportedMediaType",
     "CORSMiddleware", "CompressionMiddleware", "RequestIdMiddleware", "current_request_id", "SessionMiddleware",
-    "TimeoutMiddleware", "TrustedHostMiddleware",
+    "TimeoutMiddleware", "TrustedHostMiddleware", "ProxyHeadersMiddleware",
     "RouteConflict", "Router", "URLBuildError", "State", "RouteGroup",
 ]
