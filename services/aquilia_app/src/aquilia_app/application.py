@@ -18,8 +18,8 @@ from typing import Any, Callable, Mapping
 from .controllers import (P_BODY, bind, build_plan, controller_routes, dependencies_of, plan_needs_scope,
                           plan_reads_form)
 from .di import REQUEST, Container, RequestScope
-from .groups import join_prefix
 from .exceptions import HTTPException, MethodNotAllowed, NotFound
+from .groups import join_prefix
 from .metrics import Metrics
 from .middleware import MiddlewareStack, route_middleware
 from .mounts import MountedApp, is_asgi_app
@@ -391,12 +391,11 @@ class App(MethodShortcuts):
         if self._lifespan_factory is not None:
             cm = self._lifespan_factory(self)
             yielded = await cm.__aenter__()
+            if yielded is not None and not isinstance(yielded, Mapping):
+                await cm.__aexit__(None, None, None)
+                raise TypeError(f"the lifespan yields a mapping (its request state) or nothing, not {yielded!r}")
             self._lifespan_cm = cm
-            if yielded is not None:
-                if not isinstance(yielded, Mapping):
-                    await cm.__aexit__(None, None, None)
-                    raise TypeError(f"the lifespan yields a mapping (its request state) or nothing, not {yielded!r}")
-                self.lifespan_state = dict(yielded)
+            self.lifespan_state = None if yielded is None else dict(yielded)
         if self.metrics is not None:
             self.metrics.start()
         self._started = True
