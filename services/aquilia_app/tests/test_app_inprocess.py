@@ -581,3 +581,77 @@ def test_rsgi_headers_of_a_response_subclass():
 
     # granian is given the whole body and sets Content-Length itself: a second one would break the answer
     assert response_headers(Greeting("bob")) == [("content-type", "text/plain; charset=utf-8"), ("x-greeting", "bob")]
+
+
+# -- the return annotation as the response model (FastAPI's response_model) ---------------------------
+def test_a_model_return_annotation_shapes_and_checks_the_response():
+    import dataclasses
+    from typing import AsyncIterator, TypedDict
+
+    import msgspec
+
+    from aquilia_app import App, Response
+    from aquilia_app.testclient import TestClient
+
+    class UserOut(msgspec.Struct):
+        id: int
+        name: str
+
+    @dataclasses.dataclass
+    class Row:  # an ORM-like object: read through its attributes
+        id: int
+        name: str
+        password: str
+
+    class Count(TypedDict):
+        n: int
+
+    app = App(debug=True)
+
+    @app.get("/user", status=201)
+    async def user() -> UserOut:
+        return {"id": 1, "name": "ada", "password": "secret"}  # the extra field is left out
+
+    @app.get("/rows")
+    async def rows() -> list[UserOut]:
+        return [Row(2, "bo", "secret")]
+
+    @app.get("/count")
+    async def count() -> Count:
+        return {"n": "3"}  # not an int: refused, never sent
+
+    @app.get("/custom")
+    async def custom() -> UserOut:
+        return Response.text("as given", 202)  # a response passes as it is
+
+    @app.get("/maybe")
+    async def maybe() -> UserOut | None:
+        return None
+
+    @app.get("/plain")
+    async def plain() -> dict:
+        return {"kept": True, "extra": 1}  # not a model: as returned
+
+    @app.get("/stream")
+    async def stream() -> AsyncIterator[str]:
+        async def gen():
+            yield "a"
+        return gen()
+
+    @app.get("/generator")
+    async def generator():  # an async generator handler: streamed
+        yield "x"
+        yield b"y"
+
+    with TestClient(app, raise_server_exceptions=False) as client:
+        r = client.get("/user")
+        assert (r.status_code, r.json()) == (201, {"id": 1, "name": "ada"})
+        assert client.get("/rows").json() == [{"id": 2, "name": "bo"}]
+        r = client.get("/count")
+        assert r.status_code == 500 and "does not match its return annotation" in r.json()["detail"]
+        r = client.get("/custom")
+        assert (r.status_code, r.text) == (202, "as given")
+        assert client.get("/maybe").status_code == 204
+        assert client.get("/plain").json() == {"kept": True, "extra": 1}
+        assert client.get("/stream").text == "a"
+        assert client.get("/generator").text == "xy"

@@ -13,7 +13,7 @@ from .controllers import Body, Controller, Cookie, Form, Header, Query, delete, 
 from .cors import CORSMiddleware
 from .di import APP, REQUEST, SINGLETON, Container, CycleError, DIError, MissingDependency, ScopeError
 from .exceptions import (BadRequest, HTTPException, MethodNotAllowed, NotFound, PayloadTooLarge, RequestTimeout,
-                         ServiceUnavailable, UnsupportedMediaType, ValidationFailed)
+                         ResponseValidationError, ServiceUnavailable, UnsupportedMediaType, ValidationFailed)
 from .files import FileResponse, StaticFiles
 from .forms import FormData, FormLimits, UploadFile
 from .groups import RouteGroup
@@ -37,7 +37,7 @@ __all__ = [
     "delete", "get", "patch", "post", "put", "route",
     "APP", "REQUEST", "SINGLETON", "Container", "CycleError", "DIError", "MissingDependency", "ScopeError",
     "BadRequest", "HTTPException", "MethodNotAllowed", "NotFound", "PayloadTooLarge", "RequestTimeout",
-    "ServiceUnavailable", "ValidationFailed",
+    "ServiceUnavailable", "ValidationFailed", "ResponseValidationError",
     "ASGIMiddleware", "Middleware", "MiddlewareStack", "PatternError", "Q", "QueryError", "Request",
     "HTMLResponse", "JSONResponse", "RedirectResponse", "Response", "StreamingResponse", "problem",
     "FileResponse", "StaticFiles", "EventSourceResponse", "ServerSentEvent", "FormData", "FormLimits", "UploadFile",

@@ -15,8 +15,8 @@ import logging
 from time import perf_counter
 from typing import Any, Callable, Mapping
 
-from .controllers import (P_BODY, bind, build_plan, controller_routes, dependencies_of, plan_needs_scope,
-                          plan_reads_form)
+from .controllers import (P_BODY, bind, build_plan, controller_routes, converting, dependencies_of,
+                          plan_needs_scope, plan_reads_form, response_model)
 from .di import REQUEST, Container, RequestScope
 from .exceptions import HTTPException, MethodNotAllowed, NotFound
 from .groups import join_prefix
@@ -24,7 +24,7 @@ from .metrics import Metrics
 from .middleware import MiddlewareStack, route_middleware
 from .mounts import MountedApp, is_asgi_app
 from .requests import DEFAULT_MAX_BODY, Request, route_path
-from .responses import CT_JSON, CT_TEXT, PerRequestResponse, Response, json_bytes, problem
+from .responses import CT_JSON, CT_TEXT, PerRequestResponse, Response, StreamingResponse, json_bytes, problem
 from .routing import MethodShortcuts, Router, encode_path, route_docs
 from .rsgi import RSGIRequest, asgi_scope, response_headers, serve_asgi
 from .state import State
@@ -269,6 +269,9 @@ class App(MethodShortcuts):
                 c.check(deps, p.cls.__qualname__)
                 ctl_deps[p.cls] = deps
             call, simple = self._make_call(p, plan, ctl_deps.get(p.cls))
+            model = response_model(p.fn)
+            if model is not None:  # the result converted to the return annotation (FastAPI's response_model)
+                call, simple = converting(call, model, p.status, p.fn.__qualname__), False
             if p.middleware:
                 call, simple = self._with_route_middleware(call, p), False
             # A handler taking nothing gets no request object - unless exception handlers may need one.

@@ -39,6 +39,8 @@ that does not fit is a 422 whose ``errors`` say where (``{"loc": ["query", "limi
 """
 from __future__ import annotations
 
+import collections.abc
+import dataclasses
 import datetime
 import decimal
 import enum
@@ -52,10 +54,11 @@ import msgspec
 
 from .background import BackgroundTasks
 from .di import REQUEST, Container, dependencies_of
-from .exceptions import BadRequest, UnsupportedMediaType, ValidationFailed, error_entry
+from .exceptions import BadRequest, ResponseValidationError, UnsupportedMediaType, ValidationFailed, error_entry
 from .forms import FormData, UploadFile
 from .middleware import route_middleware
 from .requests import Request
+from .responses import CT_JSON, PerRequestResponse, Response
 from .routing import MethodShortcuts, route_docs
 
 __all__ = ["Controller", "route", "get", "post", "put", "patch", "delete", "Body", "Query", "Header", "Cookie",
@@ -609,6 +612,66 @@ def is_json_media_type(content_type: str) -> bool:
         return True  # the usual case, without splitting
     media = content_type.partition(";")[0].strip().lower()
     return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+# -- results -----------------------------------------------------------------------------------------
+_STREAMS = frozenset((collections.abc.AsyncIterator, collections.abc.AsyncIterable, collections.abc.AsyncGenerator,
+                      collections.abc.Iterator, collections.abc.Iterable, collections.abc.Generator))
+
+
+def return_annotation(fn):
+    """The handler's return annotation, unless it is absent, ``None``, ``Any`` or a response class."""
+    try:
+        tp = typing.get_type_hints(fn).get("return")
+    except Exception:
+        return None
+    if tp is None or tp is type(None) or tp is Any:
+        return None
+    if inspect.isclass(tp) and (issubclass(tp, (Response, PerRequestResponse)) or not hasattr(tp, "__mro__")):
+        return None
+    return tp
+
+
+def _holds_a_model(tp, depth: int = 0) -> bool:
+    if inspect.isclass(tp) and (issubclass(tp, msgspec.Struct) or dataclasses.is_dataclass(tp)
+                                or typing.is_typeddict(tp)):
+        return True
+    return depth < 8 and any(_holds_a_model(a, depth + 1) for a in typing.get_args(tp))
+
+
+def response_model(fn):
+    """The return annotation when it describes models (msgspec Structs, dataclasses, TypedDicts, or
+    containers of them), as FastAPI's ``response_model``: the handler's result is converted to it
+    (fields it does not declare are left out).  None for plain annotations (``dict``, ``str``) and streams."""
+    if inspect.isasyncgenfunction(fn) or inspect.isgeneratorfunction(fn):
+        return None
+    tp = return_annotation(fn)
+    if tp is None or typing.get_origin(tp) in _STREAMS or not _holds_a_model(tp):
+        return None
+    return tp
+
+
+def converting(call, model, status: int, owner: str):
+    """``call`` with its result converted to ``model`` and sent as JSON; a response or None passes as it
+    is; a result that does not fit is a ``ResponseValidationError`` (500)."""
+    encode = msgspec.json.Encoder().encode
+
+    async def call_converted(req, hot):
+        result = await call(req, hot)
+        if result is None or isinstance(result, (Response, PerRequestResponse)):
+            return result
+        try:
+            value = msgspec.convert(result, model, from_attributes=True)
+        except msgspec.ValidationError as e:
+            raise ResponseValidationError(f"the result of {owner} does not match its return annotation "
+                                          f"{_type_name(model)}: {e}") from None
+        return Response(encode(value), status, None, CT_JSON)
+
+    return call_converted
+
+
+def _type_name(tp) -> str:
+    return getattr(tp, "__qualname__", None) or repr(tp)
 
 
 def _decode_json(decoder, body: bytes, content_type: str | None):

@@ -104,3 +104,7 @@ def error_entry(message: str, loc: list) -> dict:
     if kind == "type" and ", got `" not in msg:
         kind = "constraint"  # "Expected `int` >= 1": the type fits, a constraint does not
     return {"loc": loc, "msg": msg, "type": kind}
+
+
+class ResponseValidationError(Exception):
+    """A handler's result does not match its return annotation (a server error: 500)."""

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from .controllers import describe_plan
+from .controllers import describe_plan, return_annotation
 from .patterns import Param
 from .responses import CT_HTML, CT_JSON, Response, json_bytes
 
@@ -81,18 +81,6 @@ class _Schemas:
         return components
 
 
-def _return_type(fn):
-    try:
-        tp = typing.get_type_hints(fn).get("return")
-    except Exception:
-        return None
-    if tp is None or tp is type(None) or tp is Any:
-        return None
-    if inspect.isclass(tp) and (issubclass(tp, Response) or not hasattr(tp, "__mro__")):
-        return None
-    return tp
-
-
 def _docs_of(route) -> dict | None:
     return route.meta.get("openapi") if route.meta else None
 
@@ -139,7 +127,7 @@ def _operation(route, method: str, ep, schemas: _Schemas, path_params: dict) -> 
     elif body is not None:
         op["requestBody"] = body
     ok = {"description": "OK" if ep.status < 300 else "Success"}
-    rt = _return_type(fn)
+    rt = return_annotation(fn)
     if rt is not None and ep.status != 204:
         ok["content"] = {"application/json": {}}
         schemas.put(ok["content"]["application/json"], "schema", rt)
