@@ -18,7 +18,6 @@ def _count(text, route):
 
 def test_two_workers_metrics_aggregate_every_worker():
     with running_server("--workers", "2") as (port, _):
-        pids = set()
         n = 60
         for _ in range(n):  # new connection per request: spreads over both workers
             with httpx.Client(base_url=f"http://127.0.0.1:{port}") as c:

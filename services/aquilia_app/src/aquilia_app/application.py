@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping
 
 from .controllers import (P_BODY, bind, build_plan, controller_routes, converting, dependencies_of,
                           plan_needs_scope, plan_reads_form, response_model)
-from .di import REQUEST, Container, RequestScope
+from .di import Container, RequestScope
 from .exceptions import HTTPException, MethodNotAllowed, NotFound
 from .groups import join_prefix
 from .metrics import Metrics

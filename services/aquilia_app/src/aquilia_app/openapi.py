@@ -11,7 +11,6 @@ from __future__ import annotations
 import inspect
 import re
 import typing
-from typing import Any
 
 import msgspec
 
