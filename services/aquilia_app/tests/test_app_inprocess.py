@@ -236,6 +236,11 @@ def test_responses_prepare_headers_once_and_keep_bytes():
         Response(b"", headers={"x": "a\r\nb"})
     with pytest.raises(TypeError):
         json_bytes(object())
+    import datetime
+    import decimal
+    # what orjson leaves out, as msgspec writes it: a Decimal as an exact string, a timedelta in ISO 8601
+    assert json_bytes({"d": decimal.Decimal("1.50"), "t": datetime.timedelta(seconds=90), "set": {3}}) == \
+        b'{"d":"1.50","t":"PT90S","set":[3]}'
 
 
 def test_rsgi_headers_share_one_list_per_type_and_leave_content_length_to_granian():

@@ -67,7 +67,10 @@ def _default(obj: Any):
         return msgspec.structs.asdict(obj)
     if isinstance(obj, (set, frozenset, tuple)):
         return list(obj)
-    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+    try:  # what orjson leaves to us and msgspec knows: Decimal (a string, exact), timedelta, ...
+        return msgspec.to_builtins(obj)
+    except TypeError:
+        raise TypeError(f"{type(obj).__name__} is not JSON serializable") from None
 
 
 def json_bytes(obj: Any) -> bytes:
