@@ -775,6 +775,53 @@ def test_trusted_hosts_refuse_bad_configuration(hosts):
         TrustedHostMiddleware(allowed_hosts=hosts)
 
 
+# == function middleware (FastAPI's @app.middleware("http")) ================================================
+def test_function_middleware_as_in_fastapi():
+    from aquilia_app import FunctionMiddleware
+    from aquilia_app.testclient import TestClient
+
+    app = App(debug=True)
+
+    @app.middleware("http")
+    async def timing(request, call_next):
+        request.state.seen = "outer"
+        response = await call_next(request)
+        return response.with_headers([("x-outer", "1")])
+
+    @app.middleware("http", priority=200)  # inner: runs after the outer one
+    async def refuse_bots(request, call_next):
+        if request.header("user-agent") == "bot":
+            return Response.text("no bots", 403)
+        return await call_next(request)
+
+    async def tag(request, call_next):
+        return (await call_next(request)).with_headers([("x-route", "1")])
+
+    @app.get("/who")
+    async def who(request: Request):
+        return {"seen": request.state.seen}
+
+    @app.get("/tagged", middleware=[FunctionMiddleware(tag)])
+    async def tagged():
+        return "t"
+
+    with TestClient(app) as client:
+        r = client.get("/who")
+        assert (r.json(), r.headers["x-outer"]) == ({"seen": "outer"}, "1")
+        r = client.get("/who", headers={"user-agent": "bot"})
+        assert (r.status_code, r.text, r.headers["x-outer"]) == (403, "no bots", "1")
+        assert client.get("/tagged").headers["x-route"] == "1"
+        assert "x-route" not in client.get("/who").headers
+    async def one_argument(request):
+        return None
+
+    for bad in (lambda request, call_next: None, one_argument):  # not async; not (request, call_next)
+        with pytest.raises(TypeError, match="async def taking"):
+            FunctionMiddleware(bad)
+    with pytest.raises(ValueError, match="'http'"):
+        App().middleware("websocket")
+
+
 # == proxy headers =========================================================================================
 def _through_proxy(peer: str, headers: dict, **options) -> dict:
     app = App()

@@ -17,7 +17,7 @@ from .exceptions import (BadRequest, HTTPException, MethodNotAllowed, NotFound, 
 from .files import FileResponse, StaticFiles
 from .forms import FormData, FormLimits, UploadFile
 from .groups import RouteGroup
-from .middleware import ASGIMiddleware, Middleware, MiddlewareStack
+from .middleware import ASGIMiddleware, FunctionMiddleware, Middleware, MiddlewareStack
 from .patterns import PatternError
 from .proxy_headers import ProxyHeadersMiddleware
 from .query import Q, QueryError
@@ -38,7 +38,7 @@ __all__ = [
     "APP", "REQUEST", "SINGLETON", "Container", "CycleError", "DIError", "MissingDependency", "ScopeError",
     "BadRequest", "HTTPException", "MethodNotAllowed", "NotFound", "PayloadTooLarge", "RequestTimeout",
     "ServiceUnavailable", "ValidationFailed", "ResponseValidationError",
-    "ASGIMiddleware", "Middleware", "MiddlewareStack", "PatternError", "Q", "QueryError", "Request",
+    "ASGIMiddleware", "FunctionMiddleware", "Middleware", "MiddlewareStack", "PatternError", "Q", "QueryError", "Request",
     "HTMLResponse", "JSONResponse", "RedirectResponse", "Response", "StreamingResponse", "problem",
     "FileResponse", "StaticFiles", "EventSourceResponse", "ServerSentEvent", "FormData", "FormLimits", "UploadFile",
     "WebSocket", "WebSocketDisconnect", "WebSocketState", "UnsupportedMediaType",

@@ -23,6 +23,9 @@ Pure-ASGI middleware (any ``factory(app, **options) -> asgi_app`` that is not a 
 the whole ASGI app.  Under granian's RSGI interface an app with ASGI middleware serves every request
 through an RSGI-to-ASGI adapter: it works, at ASGI's cost (measured in the README).
 
+A plain ``async def fn(request, call_next)`` is native middleware too, as in FastAPI and Starlette:
+``@app.middleware("http")`` registers it (``FunctionMiddleware(fn)`` is the same as an instance).
+
 Both kinds are ordered by ``priority`` (lower = outer; equal priorities keep registration order) and
 chained once, at start-up.
 """
@@ -33,7 +36,7 @@ from typing import Any, Awaitable, Callable
 
 from .types import ASGIApp
 
-__all__ = ["Middleware", "ASGIMiddleware", "MiddlewareStack", "CallNext", "route_middleware"]
+__all__ = ["Middleware", "FunctionMiddleware", "ASGIMiddleware", "MiddlewareStack", "CallNext", "route_middleware"]
 
 CallNext = Callable[[Any], Awaitable[Any]]
 
@@ -62,6 +65,18 @@ def route_middleware(middleware) -> tuple:
         if not isinstance(mw, Middleware):
             raise TypeError(f"route middleware must be Middleware instances, not {mw!r}")
     return tuple(middleware)
+
+
+class FunctionMiddleware(Middleware):
+    """``async def fn(request, call_next) -> response`` as native middleware."""
+
+    def __init__(self, fn):
+        if not inspect.iscoroutinefunction(fn) or len(inspect.signature(fn).parameters) != 2:
+            raise TypeError(f"function middleware is an async def taking (request, call_next), not {fn!r}")
+        self.fn = fn
+
+    def __call__(self, request, call_next: CallNext):
+        return self.fn(request, call_next)  # the function's own coroutine: no frame of ours
 
 
 def _is_native(factory) -> bool:
@@ -124,3 +139,14 @@ class MiddlewareStack:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def __call__(self, kind: str = "http", *, priority: int = 100):
+        """``@app.middleware("http")`` over ``async def fn(request, call_next)`` (FastAPI's form)."""
+        if kind != "http":
+            raise ValueError(f"function middleware is 'http' middleware (WebSockets have none), not {kind!r}")
+
+        def deco(fn):
+            self.add(FunctionMiddleware(fn), priority)
+            return fn
+
+        return deco
