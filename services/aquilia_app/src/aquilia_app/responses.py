@@ -425,7 +425,16 @@ class StreamingResponse(PerRequestResponse):
 
     async def __call__(self, scope, receive, send) -> None:
         await send({"type": "http.response.start", "status": self.status, "headers": self.raw_headers})
-        await self._pump(lambda chunk: send({"type": "http.response.body", "body": chunk, "more_body": True}))
+        it = self.iterable
+        if hasattr(it, "__aiter__"):  # the per-chunk path of every stream: send awaited straight
+            try:
+                async for chunk in it:
+                    await send({"type": "http.response.body", "body": chunk if chunk.__class__ is bytes
+                                else (chunk.encode() if isinstance(chunk, str) else chunk), "more_body": True})
+            finally:
+                await close_source(it)
+        else:
+            await self._pump(lambda chunk: send({"type": "http.response.body", "body": chunk, "more_body": True}))
         await send({"type": "http.response.body", "body": b""})
 
     async def send_rsgi(self, proto) -> None:
