@@ -1,6 +1,6 @@
 """ASGI apps mounted under a prefix (mounts.py) and an app served under a root path: in process, then on
 the wire (granian RSGI and ASGI, uvicorn) with mount_app.py: a raw ASGI app, a Starlette app,
-prometheus-client's ASGI app and another App."""
+prometheus-client's ASGI app and another App, over HTTP and WebSockets."""
 import asyncio
 import hashlib
 import os
@@ -8,13 +8,15 @@ import os
 import httpx
 import orjson
 import pytest
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect
 
 import mount_app
-from aquilia_app import App, Request, Response
+from aquilia_app import App, Request, Response, WebSocketDisconnect
 from aquilia_app.cors import CORSMiddleware
 from aquilia_app.metrics import Metrics
 from aquilia_app.middleware import Middleware
-from aquilia_app.testclient import TestClient
+from aquilia_app.testclient import TestClient, WebSocketRejected
 from server_util import running_server
 
 EVERY_SERVER = {"granian-rsgi": ("--interface", "rsgi"), "granian-asgi": ("--interface", "asgi"),
@@ -119,6 +121,85 @@ def test_an_app_mounted_in_an_app_routes_below_its_prefix():
         assert client.get("/items/3").status_code == 404  # only under the prefix
 
 
+def test_websockets_under_the_prefix_go_to_the_mounted_app():
+    with TestClient(_app_mounting(mount_app.report)) as client:
+        with client.websocket_connect("/sub/a/b?x=1", subprotocols=["chat", "v2"]) as ws:
+            assert ws.subprotocol == "chat"
+            assert ws.receive_json() == {"path": "/sub/a/b", "root_path": "/sub", "query": "x=1",
+                                         "subprotocols": ["chat", "v2"]}
+            ws.send_text("hello")
+            assert ws.receive_text() == "hello"
+            ws.send_bytes(b"\x00\xff")
+            assert ws.receive_bytes() == b"\x00\xff"
+        with client.websocket_connect("/sub/") as ws:
+            assert ws.receive_json()["path"] == "/sub/"
+        with pytest.raises(WebSocketRejected) as refused:
+            client.websocket_connect("/sub/x?refuse=1000").__enter__()
+        assert refused.value.status == 403  # a close before accept
+        with pytest.raises(WebSocketRejected) as missing:
+            client.websocket_connect("/elsewhere").__enter__()
+        assert missing.value.status == 404
+
+
+def test_a_mounted_starlette_app_and_a_mounted_app_take_their_websockets():
+    app = App()
+    app.mount("/star", mount_app.starlette_app)
+    app.mount("/inner", mount_app.inner)
+    with TestClient(app) as client:
+        with client.websocket_connect("/star/echo") as ws:
+            ws.send_text("hi")
+            assert ws.receive_json() == {"echo": "hi", "root_path": "/star",
+                                         "hello_url": "http://testserver/star/hello/x"}
+        with pytest.raises(WebSocketRejected) as denied:
+            client.websocket_connect("/star/echo?deny=1").__enter__()
+        assert denied.value.status == 403
+        with client.websocket_connect("/inner/ws/7") as ws:
+            ws.send_text("x")
+            assert ws.receive_json() == {"n": 7, "route_path": "/ws/7", "message": "x"}
+        with pytest.raises(WebSocketRejected) as bad:
+            client.websocket_connect("/inner/ws/seven").__enter__()
+        assert bad.value.status == 404
+
+
+def test_a_mounted_websocket_app_that_fails_is_refused_or_closed_as_a_handler_would_be():
+    async def fails_before_accept(scope, receive, send):
+        await receive()
+        raise RuntimeError("boom")
+
+    async def fails_after_accept(scope, receive, send):
+        await receive()
+        await send({"type": "websocket.accept"})
+        raise RuntimeError("boom")
+
+    with TestClient(_app_mounting(fails_before_accept), raise_server_exceptions=False) as client:
+        with pytest.raises(WebSocketRejected) as refused:
+            client.websocket_connect("/sub/x").__enter__()
+        assert refused.value.status == 500
+    with TestClient(_app_mounting(fails_after_accept), raise_server_exceptions=False) as client:
+        with client.websocket_connect("/sub/x") as ws:
+            with pytest.raises(WebSocketDisconnect) as closed:
+                ws.receive()
+            assert closed.value.code == 1011
+
+
+def test_a_mounted_app_sending_to_a_client_that_left_gets_an_oserror():
+    outcome = []
+
+    async def pusher(scope, receive, send):
+        await receive()
+        await send({"type": "websocket.accept"})
+        assert (await receive())["type"] == "websocket.disconnect"
+        try:
+            await send({"type": "websocket.send", "text": "late"})
+        except OSError as e:  # what Starlette's WebSocket turns into its WebSocketDisconnect
+            outcome.append(e)
+
+    with TestClient(_app_mounting(pusher)) as client:
+        with client.websocket_connect("/sub/x") as ws:
+            ws.close()
+    assert len(outcome) == 1
+
+
 def _root_path_app() -> App:
     app = App()
 
@@ -194,3 +275,27 @@ def test_an_app_mounted_in_an_app_on_the_wire(mounted):
     r = mounted.get("/inner/items/nope")
     assert r.status_code == 404 and r.headers["content-type"] == "application/problem+json"
     assert orjson.loads(r.content)["status"] == 404
+
+
+def _ws_url(mounted, path: str) -> str:
+    return str(mounted.base_url).replace("http://", "ws://").rstrip("/") + path
+
+
+def test_mounted_apps_take_their_websockets_on_the_wire(mounted):
+    with connect(_ws_url(mounted, "/report/a?x=1"), open_timeout=5) as ws:
+        seen = orjson.loads(ws.recv(timeout=5))
+        assert (seen["path"], seen["root_path"], seen["query"]) == ("/report/a", "/report", "x=1")
+        ws.send(b"\x01\x02" * 1000)
+        assert ws.recv(timeout=5) == b"\x01\x02" * 1000
+    with connect(_ws_url(mounted, "/star/echo"), open_timeout=5) as ws:
+        ws.send("hi")
+        reply = orjson.loads(ws.recv(timeout=5))
+        assert (reply["echo"], reply["root_path"]) == ("hi", "/star")
+        assert reply["hello_url"].endswith("/star/hello/x")
+    with connect(_ws_url(mounted, "/inner/ws/9"), open_timeout=5) as ws:
+        ws.send("m")
+        assert orjson.loads(ws.recv(timeout=5)) == {"n": 9, "route_path": "/ws/9", "message": "m"}
+    for path, status in (("/star/echo?deny=1", 403), ("/inner/ws/nine", 404), ("/nowhere", 404)):
+        with pytest.raises(InvalidStatus) as refused:
+            connect(_ws_url(mounted, path), open_timeout=5)
+        assert refused.value.response.status_code == status, path

@@ -22,13 +22,13 @@ from .exceptions import HTTPException, MethodNotAllowed, NotFound
 from .groups import join_prefix
 from .metrics import Metrics
 from .middleware import MiddlewareStack, route_middleware
-from .mounts import MountedApp, is_asgi_app
+from .mounts import MountedApp, WebSocketBridge, is_asgi_app
 from .requests import DEFAULT_MAX_BODY, Request, route_path
 from .responses import CT_JSON, CT_TEXT, PerRequestResponse, Response, StreamingResponse, json_bytes, problem
 from .routing import MethodShortcuts, Router, encode_path, route_docs
 from .rsgi import RSGIRequest, asgi_scope, response_headers, serve_asgi
 from .state import State
-from .websockets import serve_asgi_websocket, serve_rsgi_websocket
+from .websockets import WebSocket, serve_asgi_websocket, serve_rsgi_websocket
 
 __all__ = ["App"]
 
@@ -195,6 +195,20 @@ class App(MethodShortcuts):
         self.route(prefix + "/{path:path}", methods, name=name, **hidden)(mounted)
         self.route(prefix + "/", methods, **hidden)(mounted_root)
         self.route(prefix, methods, **hidden)(add_slash)
+        if methods is _EVERY_METHOD:  # WebSockets under the prefix go to the mounted app too
+            self._mount_websockets(prefix, target)
+
+    def _mount_websockets(self, prefix: str, target) -> None:
+        async def mounted_ws(ws: WebSocket, path: str):
+            await WebSocketBridge(ws).serve(target, ws.scope.get("root_path", "") + prefix)
+
+        async def mounted_ws_root(ws: WebSocket):
+            await WebSocketBridge(ws).serve(target, ws.scope.get("root_path", "") + prefix)
+
+        for fn in (mounted_ws, mounted_ws_root):
+            fn.__qualname__ = f"mount({prefix!r})"
+        self.websocket(prefix + "/{path:path}")(mounted_ws)
+        self.websocket(prefix + "/")(mounted_ws_root)
 
     def exception_handler(self, key):
         """Register ``handler(request, exc) -> response`` for an exception class (its subclasses too;

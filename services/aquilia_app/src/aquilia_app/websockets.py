@@ -155,8 +155,11 @@ class WebSocket(Request):
 
     async def _reject(self, exc: HTTPException) -> None:
         """Refuse the handshake with ``exc``'s status (and problem+json body where the server can)."""
+        await self._deny(problem(exc.status, exc.title, exc.detail, errors=exc.errors, headers=exc.headers))
+
+    async def _deny(self, resp) -> None:
+        """Refuse the handshake with an HTTP response (``status``, ``raw_headers``, ``body``)."""
         self.application_state = self.client_state = _DISCONNECTED
-        resp = problem(exc.status, exc.title, exc.detail, errors=exc.errors, headers=exc.headers)
         try:
             await self._io.reject(resp)
         except Exception:  # the client is gone already
