@@ -1,8 +1,8 @@
 """WebSockets on the real servers - granian RSGI, granian ASGI and uvicorn (with the ``websockets``
 package) - serving ws_app.py, driven by the ``websockets`` sync client over real sockets.
 
-``python -m aquilia_app`` (server.py) starts its servers with WebSockets switched off, so these
-tests start the servers themselves, with WebSockets on.
+These tests start the servers themselves (not through ``python -m aquilia_app``) to serve ws_app.py
+with the servers' own WebSocket settings named here.
 
 granian's RSGI sends no close code after the handshake (see aquilia_app.websockets): where an ASGI
 client sees 1009, 1011, 1000..., an RSGI client sees 1005 - ``_code`` says which to expect."""
