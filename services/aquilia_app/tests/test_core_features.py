@@ -151,6 +151,80 @@ async def test_exception_handlers_by_class_most_specific_first_and_by_status():
     assert (r.status_code, r.text) == (405, "allow: GET,HEAD")
 
 
+async def test_status_handlers_win_and_an_exception_handler_is_for_server_errors():
+    """As Starlette: an HTTPException goes to its status's handler before any class handler, a handler
+    for ``Exception`` never turns a 404 or 422 into a 500, and ``exception_handler(500)`` takes every
+    unhandled error."""
+    app = App()
+
+    @app.exception_handler(Exception)
+    async def server_error(request, exc):
+        return Response.json({"server_error": type(exc).__name__}, 500)
+
+    @app.exception_handler(404)
+    async def not_found(request, exc):
+        return Response.json({"not_found": request.path}, 404)
+
+    @app.get("/gone")
+    async def gone():
+        raise NotFound("it left")
+
+    @app.get("/boom")
+    async def boom():
+        raise RuntimeError("bug")
+
+    @app.get("/limit")
+    async def limit(n: int):
+        return {"n": n}
+
+    r = await call(app, "GET", "/gone")
+    assert (r.status_code, r.json()) == (404, {"not_found": "/gone"})
+    r = await call(app, "GET", "/missing")
+    assert (r.status_code, r.json()) == (404, {"not_found": "/missing"})
+    r = await call(app, "GET", "/limit?n=x")
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["query", "n"]
+    r = await call(app, "GET", "/boom")
+    assert (r.status_code, r.json()) == (500, {"server_error": "RuntimeError"})
+
+    app = App()
+
+    @app.exception_handler(500)
+    async def on_500(request, exc):
+        return Response.json({"custom": type(exc).__name__}, 500)
+
+    @app.exception_handler(HTTPException)
+    async def on_http(request, exc):
+        return Response.json({"http": exc.status}, exc.status)
+
+    @app.get("/boom")
+    async def boom2():
+        raise RuntimeError("bug")
+
+    r = await call(app, "GET", "/boom")
+    assert (r.status_code, r.json()) == (500, {"custom": "RuntimeError"})
+    r = await call(app, "GET", "/missing")  # the router's 404 reaches a class handler too
+    assert (r.status_code, r.json()) == (404, {"http": 404})
+
+    app = App()
+
+    @app.exception_handler(NotFound)
+    async def plain(request, exc):  # not a Response: it keeps the error's status
+        return {"error": exc.detail}
+
+    @app.exception_handler(RuntimeError)
+    def text(request, exc):
+        return "sorry"
+
+    @app.get("/boom")
+    async def boom3():
+        raise RuntimeError("bug")
+
+    r = await call(app, "GET", "/missing")
+    assert (r.status_code, r.json()) == (404, {"error": "no route matches this path"})
+    r = await call(app, "GET", "/boom")
+    assert (r.status_code, r.text) == (500, "sorry")
+
+
 async def test_a_failing_exception_handler_gives_a_500():
     app = App()
 
@@ -206,6 +280,32 @@ async def test_background_tasks_run_after_the_response_before_the_scope_closes()
     r = await call(app, "POST", "/signup")
     assert r.json() == {"ok": True}
     assert events == ["open", "handler", "async uses Conn", "sync 7", "close"]
+
+
+async def test_background_tasks_of_a_failed_handler_never_run():
+    """As FastAPI: a handler that raises (an HTTPException, a validation error found after it added tasks,
+    or a bug) gets its error response and the tasks it added are dropped; a handler that returns an error
+    response itself keeps them."""
+    ran = []
+    app = App()
+
+    @app.post("/signup")
+    async def signup(tasks: BackgroundTasks, fail: str = ""):
+        tasks.add(ran.append, f"mail {fail or 'ok'}")
+        if fail == "http":
+            raise HTTPException(409, "taken")
+        if fail == "bug":
+            raise RuntimeError("bug")
+        if fail == "response":
+            return Response.json({"error": "soft"}, 400)
+        return {"ok": True}
+
+    assert (await call(app, "POST", "/signup?fail=http")).status_code == 409
+    assert (await call(app, "POST", "/signup?fail=bug")).status_code == 500
+    assert ran == []
+    assert (await call(app, "POST", "/signup?fail=response")).status_code == 400
+    assert (await call(app, "POST", "/signup")).status_code == 200
+    assert ran == ["mail response", "mail ok"]
 
 
 async def test_mount_serves_every_path_under_the_prefix():

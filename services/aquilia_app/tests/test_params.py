@@ -166,6 +166,34 @@ def test_a_path_parameter_with_a_rich_type_is_converted_or_422():
     assert errors_of(call("GET", "/paint/green"))[0]["loc"] == ["path", "color"]
 
 
+def test_an_untyped_path_segment_is_converted_to_the_annotation_or_422():
+    """``/items/{item_id}`` with ``item_id: int``, as FastAPI apps write it: the handler gets an int, and a
+    value that is not one is a 422 at ["path", "item_id"] (a typed segment, ``{id:int}``, still 404s)."""
+    import uuid
+
+    app = App()
+
+    @app.get("/items/{item_id}")
+    async def item(item_id: int):
+        return {"item_id": item_id, "is_int": type(item_id) is int}
+
+    @app.get("/ratio/{r}/{u}")
+    async def ratio(r: float, u: uuid.UUID):
+        return {"r": r, "u": str(u), "is_uuid": isinstance(u, uuid.UUID)}
+
+    @app.get("/code/{code:int}")
+    async def code(code: str):
+        return {"code": code}
+
+    assert call("GET", "/items/5", app=app).json() == {"item_id": 5, "is_int": True}
+    assert errors_of(call("GET", "/items/abc", app=app))[0]["loc"] == ["path", "item_id"]
+    u = "12345678-1234-5678-1234-567812345678"
+    assert call("GET", f"/ratio/1.5/{u}", app=app).json() == {"r": 1.5, "u": u, "is_uuid": True}
+    errs = errors_of(call("GET", "/ratio/x/nope", app=app))
+    assert {tuple(e["loc"]) for e in errs} == {("path", "r"), ("path", "u")}
+    assert call("GET", "/code/7", app=app).json() == {"code": "7"}
+
+
 # -- bodies --------------------------------------------------------------------------------------------
 def test_body_errors_map_msgspec_paths_into_loc():
     errs = errors_of(call("POST", "/items", content=b'{"name":"a","tags":["x",2]}'))

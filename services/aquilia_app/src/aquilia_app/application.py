@@ -15,7 +15,7 @@ import logging
 from time import perf_counter
 from typing import Any, Callable, Mapping
 
-from .controllers import (P_BODY, bind, build_plan, controller_routes, converting, dependencies_of,
+from .controllers import (P_BODY, bind, build_plan, controller_routes, converting, dependencies_of, path_types,
                           plan_needs_scope, plan_reads_form, response_model)
 from .di import Container, RequestScope
 from .exceptions import HTTPException, MethodNotAllowed, NotFound
@@ -274,7 +274,7 @@ class App(MethodShortcuts):
         c = self.container.compile()
         ctl_deps: dict = {}
         for p in self._pending:
-            plan = build_plan(p.fn, p.route.parsed.params, c, skip_self=p.cls is not None)
+            plan = build_plan(p.fn, path_types(p.route.parsed), c, skip_self=p.cls is not None)
             for kind, pname, extra, _ in plan:
                 if kind == 3:  # P_DEP
                     c.check(((pname, extra),), p.fn.__qualname__)
@@ -293,7 +293,7 @@ class App(MethodShortcuts):
             fn0 = p.fn if simple and inspect.iscoroutinefunction(p.fn) else None
             p.route.endpoint = _Endpoint(call, p.status, not simple, fn0, p.fn, plan, p.cls)
         for p in self._ws_pending:
-            plan = build_plan(p.fn, p.route.parsed.params, c, skip_self=False)
+            plan = build_plan(p.fn, path_types(p.route.parsed), c, skip_self=False)
             p.route.endpoint = _Endpoint(self._make_call(p, plan, None)[0], p.status, True, None, p.fn, plan)
         self.router.compile()
         self.ws_router.compile()
@@ -660,12 +660,14 @@ class App(MethodShortcuts):
                 redirect = self._slash_redirect(req, method)
                 if redirect is not None:
                     return redirect
-            if 404 not in self._exc_handlers:
+            if not self._exc_handlers:
                 return self._not_found
             e = NotFound("no route matches this path")
+            if self._handler_for(e) is None:
+                return self._not_found
         else:
             e = MethodNotAllowed(method, m.allow)
-            if 405 not in self._exc_handlers:
+            if self._handler_for(e) is None:
                 return problem(e.status, e.title, e.detail, headers=e.headers)
         return await self._error(req, e, method, UNMATCHED)
 
@@ -687,25 +689,43 @@ class App(MethodShortcuts):
         return Response.redirect(location + "?" + qs if qs else location, 307)
 
     def _handler_for(self, e: Exception):
+        """The handler for ``e``, as Starlette picks it: an ``HTTPException`` goes to the handler of its
+        status, else to the most specific class handler up to ``HTTPException`` (a handler for
+        ``Exception`` is for server errors and never turns a 404 or a 422 into something else); any
+        other exception to the most specific class handler, else to the handler of 500."""
         handlers = self._exc_handlers
         if not handlers:
+            return None
+        if isinstance(e, HTTPException):
+            h = handlers.get(e.status)
+            if h is not None:
+                return h
+            for cls in type(e).__mro__:
+                if cls is Exception:
+                    return None
+                h = handlers.get(cls)
+                if h is not None:
+                    return h
             return None
         for cls in type(e).__mro__:
             h = handlers.get(cls)
             if h is not None:
                 return h
-        if isinstance(e, HTTPException):
-            return handlers.get(e.status)
-        return None
+        return handlers.get(500)
 
     async def _error(self, req, e: Exception, method: str, label: str):
         """The response for an exception: its registered handler, else problem+json (500 for anything
-        that is not an ``HTTPException``, logged)."""
+        that is not an ``HTTPException``, logged).  The background tasks the failed handler added are
+        dropped: as in Starlette and FastAPI, they run only after a response the handler returned."""
+        if req is not None and req.background is not None:
+            req.background = None
         handler = self._handler_for(e)
         if handler is not None:
             try:
                 r = handler(req, e)
-                return to_response(await r if inspect.isawaitable(r) else r)
+                # a dict, str... keeps the error's status (never a 200 for an error)
+                return to_response(await r if inspect.isawaitable(r) else r,
+                                   e.status if isinstance(e, HTTPException) else 500)
             except Exception as e2:
                 log.exception("exception handler %r failed for %s %s", handler, method, label)
                 e = e2

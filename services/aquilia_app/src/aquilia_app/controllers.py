@@ -511,15 +511,25 @@ def _query_entry(name: str, key: str, core, where: str):
     return P_VALUE, _value_field("query", key, core, where)
 
 
-def _unmarked_entry(name: str, core, tp, path_params, container: Container, where: str):
+_CASTOR_MAKES = {"int": int, "float": float, "uuid": uuid.UUID}  # a typed segment's value; the others give str
+
+
+def path_types(parsed) -> dict:
+    """name -> the type a route pattern's castor makes of each parameter (``build_plan``'s ``path_params``)."""
+    return {seg.name: _CASTOR_MAKES.get(seg.type, str)
+            for variant in parsed.variants for seg in variant if not isinstance(seg, str)}
+
+
+def _unmarked_entry(name: str, core, tp, path_params: dict, container: Container, where: str):
     """(kind, extra, location, wire name) of a parameter without a marker (see the module docstring)."""
     if name in path_params:
-        if core in (inspect.Parameter.empty, Any, str, int, float, uuid.UUID):
+        if core in (inspect.Parameter.empty, Any) or core is path_params[name]:
             return P_PATH, None, "path", name  # the route's castor already made the value
-        _value_field("path", name, core, where, many_ok=False)  # a TypeError for what cannot convert
+        # ``{id}`` (a str) with ``id: int``, as FastAPI writes it: converted, or 422 at ["path", "id"]
+        convert = _value_field("path", name, core, where, many_ok=False).convert  # a TypeError if it cannot
 
         def to_core(v):
-            return msgspec.convert(v, core, strict=False)
+            return convert(v if v.__class__ is str else str(v))
         return P_VALUE, _Field("path", name, _read_path, to_core), "path", name
     if inspect.isclass(core) and issubclass(core, Request):
         return P_REQUEST, None, "request", None
@@ -562,7 +572,7 @@ def _model_fields(tp) -> list[dict]:
     return out
 
 
-def build_plan(fn: Callable, path_params: tuple, container: Container, skip_self: bool) -> Plan:
+def build_plan(fn: Callable, path_params: dict, container: Container, skip_self: bool) -> Plan:
     sig = inspect.signature(fn)
     try:
         hints = typing.get_type_hints(fn, include_extras=True)
