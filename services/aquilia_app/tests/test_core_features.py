@@ -240,6 +240,21 @@ async def test_a_failing_exception_handler_gives_a_500():
     assert r.status_code == 500 and r.headers["content-type"] == "application/problem+json"
 
 
+async def test_an_exception_handler_written_for_starlette_reads_status_code():
+    app = App()
+
+    @app.exception_handler(HTTPException)
+    async def as_in_fastapi(request, exc):
+        return Response.json({"detail": exc.detail}, exc.status_code, headers=exc.headers)
+
+    @app.get("/auth")
+    async def auth():
+        raise HTTPException(401, "log in", headers={"WWW-Authenticate": "Bearer"})
+
+    r = await call(app, "GET", "/auth")
+    assert (r.status_code, r.json(), r.headers["www-authenticate"]) == (401, {"detail": "log in"}, "Bearer")
+
+
 async def test_exception_handler_keys_are_checked():
     app = App()
     with pytest.raises(TypeError):

@@ -284,6 +284,22 @@ def test_formdata_is_a_multi_dict_and_uploads_read_seek_close():
     asyncio.run(go())
 
 
+def test_upload_file_has_starlettes_read_size_and_write():
+    body = multipart(("f", "x.txt", "text/plain", b"0123"))
+
+    async def go():
+        req = _asgi_request(body, MP)
+        up = (await req.form(FormLimits(spool_threshold=6)))["f"]
+        assert await up.read(size=2) == b"01" and not up.on_disk
+        await up.seek(0, 2)
+        await up.write(b"4567")  # past the threshold: moved to disk
+        assert up.size == 8 and up.on_disk
+        await up.seek(0)
+        assert await up.read() == b"01234567"
+        await req.close()
+    asyncio.run(go())
+
+
 def test_form_after_body_parses_the_kept_body_and_close_without_form_is_fine():
     async def go():
         req = _asgi_request(b"x=1&y=2", "application/x-www-form-urlencoded")

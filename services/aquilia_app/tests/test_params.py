@@ -250,6 +250,48 @@ def test_files_bind_by_name_and_formdata_whole():
                                                                       "type": "missing"}
 
 
+def test_inputs_a_browser_sends_empty_count_as_absent():
+    """An HTML form posts ``age=`` for a number input left blank and a file part with ``filename=""``
+    and no bytes for a file input left empty: as FastAPI, the parameter takes its default (a required
+    one is 422 missing), in a form model too."""
+
+    class Profile(msgspec.Struct):
+        name: str
+        age: int | None = None
+        photos: list[UploadFile] = []
+
+    app = App()
+
+    @app.post("/search")
+    async def search(q: Form[str] = "all", age: Form[int | None] = None, photo: UploadFile | None = None,
+                     extra: list[UploadFile] = []):
+        return {"q": q, "age": age, "photo": None if photo is None else photo.filename, "extra": len(extra)}
+
+    @app.post("/upload")
+    async def upload(photo: UploadFile):
+        return {"photo": photo.filename}
+
+    @app.post("/profile")
+    async def profile(p: Form[Profile]):
+        return {"name": p.name, "age": p.age, "photos": len(p.photos)}
+
+    def browser_form(*parts):  # what a browser posts: a file input left empty is a part with filename=""
+        body = b""
+        for name, value in parts:
+            extra = '; filename=""\r\nContent-Type: application/octet-stream' if value is None else ""
+            body += f'--B\r\nContent-Disposition: form-data; name="{name}"{extra}\r\n\r\n{value or ""}\r\n'.encode()
+        return {"content": body + b"--B--\r\n", "headers": {"content-type": "multipart/form-data; boundary=B"}}
+
+    r = call("POST", "/search", app=app, **browser_form(("q", ""), ("age", ""), ("photo", None), ("extra", None)))
+    assert r.json() == {"q": "all", "age": None, "photo": None, "extra": 0}
+    r = call("POST", "/search", app=app, data={"q": "x", "age": "3"}, files=[("photo", ("a.png", b"1", "image/png"))])
+    assert r.json() == {"q": "x", "age": 3, "photo": "a.png", "extra": 0}
+    assert errors_of(call("POST", "/upload", app=app, **browser_form(("photo", None))))[0] == {
+        "loc": ["form", "photo"], "msg": "required", "type": "missing"}
+    r = call("POST", "/profile", app=app, **browser_form(("name", "ada"), ("age", ""), ("photos", None)))
+    assert r.json() == {"name": "ada", "age": None, "photos": 0}
+
+
 def test_form_model_errors_locate_the_field():
     app = forms_app.create_app()
     errs = errors_of(call("POST", "/signup", app=app, data={"name": "a", "age": "x", "evil": "1"}))
@@ -258,6 +300,34 @@ def test_form_model_errors_locate_the_field():
     assert errs == [{"loc": ["form", "name"], "msg": "Object missing required field `name`", "type": "missing"}]
     errs = errors_of(call("POST", "/signup", app=app, data={"name": "a", "age": "3", "avatar": "text"}))
     assert errs[0]["loc"] == ["form", "avatar"]
+
+
+def test_optional_body_form_fields_and_files_take_their_defaults_when_nothing_is_sent():
+    """As FastAPI: a POST without a body gives an optional JSON body, optional form fields and an optional
+    upload their defaults (a required one is still refused); a body without a Content-Type is still 415."""
+    app = App()
+
+    @app.post("/note")
+    async def note(body: Item | None = None):
+        return {"body": None if body is None else body.name}
+
+    @app.post("/avatar")
+    async def avatar(file: UploadFile | None = None, caption: Form[str] = "none"):
+        return {"file": None if file is None else file.filename, "caption": caption}
+
+    @app.post("/title")
+    async def title(title: Form[str]):
+        return {"title": title}
+
+    assert call("POST", "/note", app=app).json() == {"body": None}
+    assert call("POST", "/note", app=app, json={"name": "a"}).json() == {"body": "a"}
+    assert call("POST", "/avatar", app=app).json() == {"file": None, "caption": "none"}
+    assert call("POST", "/avatar", app=app, files={"file": ("a.png", b"x")}).json() == {"file": "a.png",
+                                                                                      "caption": "none"}
+    assert errors_of(call("POST", "/title", app=app)) == [{"loc": ["form", "title"], "msg": "required",
+                                                          "type": "missing"}]
+    assert call("POST", "/title", app=app, content=b"title=x").status_code == 415
+    assert call("POST", "/items", content=b"").status_code == 400  # a required body stays 400
 
 
 def test_the_request_subclass_and_background_tasks_bind():

@@ -169,6 +169,23 @@ def test_no_content_length_where_rfc_9110_forbids_it(status):
     assert Response(b"", 200).header("content-length") == "0"
 
 
+def test_a_subclass_names_its_media_type_as_in_starlette():
+    class XMLResponse(Response):
+        media_type = "application/xml"
+
+    class CSVResponse(Response):
+        media_type = "text/csv"
+
+    class Plain(Response):
+        pass
+
+    assert XMLResponse("<a/>").header("content-type") == "application/xml"
+    assert CSVResponse("a,b").header("content-type") == "text/csv; charset=utf-8"
+    assert XMLResponse("<a/>", media_type="text/html").header("content-type") == "text/html; charset=utf-8"
+    assert Plain("x").header("content-type") == "text/plain; charset=utf-8"
+    assert response_headers(XMLResponse("<a/>"))[0] == ("content-type", "application/xml")  # RSGI too
+
+
 def test_add_header_invalidates_the_built_headers():
     r = Response.json({"a": 1})
     assert len(r.raw_headers) == 2
@@ -196,6 +213,35 @@ def test_a_text_media_type_without_charset_gets_utf_8(given, sent):
         r = Response(b"hi", media_type=given)
         assert r.header("content-type") == sent and response_headers(r)[0] == ("content-type", sent)
     assert StreamingResponse(iter([b"x"]), media_type=given).header("content-type") == sent
+
+
+def test_json_takes_what_json_dumps_takes():
+    """As Starlette's and FastAPI's JSON: dict keys that are not str are sent as their text, and an
+    integer beyond 64 bits is sent whole, never a 500."""
+    import enum
+    import uuid
+
+    class Kind(enum.Enum):
+        a = "a"
+
+    app = App()
+
+    @app.get("/counts")
+    async def counts():
+        return {1: "one", 2: [2 ** 70], Kind.a: {uuid.UUID(int=1): True}}
+
+    @app.get("/big")
+    async def big():
+        return JSONResponse({"n": -(2 ** 80)})
+
+    with TestClient(app) as c:
+        r = c.get("/counts")
+        assert r.status_code == 200 and r.json() == {"1": "one", "2": [2 ** 70],
+                                                     "a": {"00000000-0000-0000-0000-000000000001": True}}
+        r = c.get("/big")
+        assert r.status_code == 200 and r.json() == {"n": -(2 ** 80)}
+    with pytest.raises(TypeError):  # what neither encoder knows is still an error
+        Response.json({"x": object()})
 
 
 def test_the_module_media_types_are_kept_as_they_are():

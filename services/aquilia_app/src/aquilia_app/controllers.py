@@ -345,7 +345,14 @@ def _model_converter(tp) -> Callable | None:
     many = frozenset(f.encode_name for f in fields if _is_collection(f.type))
 
     def convert_form(form: FormData):
-        data = {k: (form.getall(k) if k in many else form.get(k)) for k in form.keys()}
+        data = {}
+        for k in form.keys():
+            if k in many:
+                values = [v for v in form.getall(k) if not (isinstance(v, UploadFile) and _empty_input(v))]
+                if values:
+                    data[k] = values
+            elif not _empty_input(v := form.get(k)):
+                data[k] = v
         return msgspec.convert(data, tp, strict=False, dec_hook=_pass_uploads)
     return convert_form
 
@@ -386,12 +393,20 @@ def _read_path(req, key):
     return req.path_params[key]
 
 
+def _empty_input(value) -> bool:
+    """What a browser sends for an input left empty: ``""``, or a file part without a name or bytes
+    (no file chosen).  It counts as absent, so the parameter takes its default (as FastAPI does)."""
+    return value == "" or (isinstance(value, UploadFile) and value.filename == "" and value.size == 0)
+
+
 def _read_form(form, key):
-    return form.get(key)
+    value = form.get(key)
+    return None if value is None or _empty_input(value) else value
 
 
 def _read_form_list(form, key):
-    return form.getall(key) or None
+    values = [v for v in form.getall(key) if not (isinstance(v, UploadFile) and _empty_input(v))]
+    return values or None
 
 
 def _read_whole(form, key):
@@ -716,7 +731,11 @@ async def bind(plan: tuple, request: Request, scope) -> dict:
                     except ValueError as e:
                         raise _invalid("query", name, raw, e) from None
             elif kind == P_BODY:
-                kwargs[name] = _decode_json(extra, await request.body(), request.header("content-type"))
+                body = await request.body()
+                if not body and default is not _NODEFAULT:  # an optional body that was not sent (FastAPI)
+                    kwargs[name] = default
+                else:
+                    kwargs[name] = _decode_json(extra, body, request.header("content-type"))
             elif kind == P_REQUEST:
                 kwargs[name] = request
             elif kind == P_DEP:

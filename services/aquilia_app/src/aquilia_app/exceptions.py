@@ -22,6 +22,11 @@ class HTTPException(Exception):
         self.errors = errors
         super().__init__(f"{status} {self.title}: {detail}" if detail else f"{status} {self.title}")
 
+    @property
+    def status_code(self) -> int:
+        """``status`` under Starlette's and FastAPI's name (exception handlers written for them read it)."""
+        return self.status
+
 
 class BadRequest(HTTPException):
     def __init__(self, detail: str | None = None, **kw):

@@ -25,7 +25,8 @@ limit                         default       exceeded ->
 ``max_total_size`` defaults to the app's ``max_body_size`` (1 MiB unless set) so one knob bounds every
 body; an app taking larger uploads raises it (or ``max_body_size``).  A body that is not a valid form
 (no boundary, truncated, garbage, a part without a name, text that is not UTF-8) is a 400; another
-content type is a 415; a body slower than the app's ``body_timeout`` is a 408.
+content type (or a body without one) is a 415; a request with neither a body nor a Content-Type is an
+empty form; a body slower than the app's ``body_timeout`` is a 408.
 
 A file part's ``filename`` is the name the client sent, decoded (UTF-8; an RFC 8187 ``filename*``,
 which some clients send although RFC 7578 4.2 tells them not to, wins over ``filename``), reduced to
@@ -73,7 +74,8 @@ DEFAULT_LIMITS = FormLimits()
 
 class UploadFile:
     """One uploaded file: its part's ``filename``, ``content_type``, ``headers``, ``size`` and the
-    content in ``file`` (a ``SpooledTemporaryFile``, positioned at the start once the form is read)."""
+    content in ``file`` (a ``SpooledTemporaryFile``, positioned at the start once the form is read);
+    ``await read(size)``, ``write(data)``, ``seek(offset)`` and ``close()`` as Starlette's ``UploadFile``."""
 
     __slots__ = ("filename", "content_type", "headers", "size", "file", "_on_disk", "_threshold")
 
@@ -105,10 +107,15 @@ class UploadFile:
             self.file.write(data)
         self.size += len(data)
 
-    async def read(self, n: int = -1) -> bytes:
+    async def read(self, size: int = -1) -> bytes:
         if self._on_disk:
-            return await asyncio.to_thread(self.file.read, n)
-        return self.file.read(n)
+            return await asyncio.to_thread(self.file.read, size)
+        return self.file.read(size)
+
+    async def write(self, data: bytes) -> None:
+        """Write ``data`` at the current position (Starlette's ``UploadFile.write``): ``size`` grows, and
+        the file moves to disk when it outgrows the spool threshold."""
+        await self._append(data)
 
     async def seek(self, offset: int, whence: int = 0) -> int:
         if self._on_disk:
@@ -441,7 +448,10 @@ async def read_form(request, limits: FormLimits | None = None) -> FormData:
     if limits is None:
         limits = getattr(app, "form_limits", None) or DEFAULT_LIMITS
     lim = _Limits(limits, request.max_body)
-    reader = _reader(request.header("content-type"), lim)
+    content_type = request.header("content-type")
+    if content_type is None and not await request.body():
+        return FormData()  # nothing was sent: an empty form, whose fields take their defaults (as FastAPI)
+    reader = _reader(content_type, lim)
     timeout = app.body_timeout if app is not None else None
     try:
         with deadline(timeout):  # None: no limit

@@ -74,10 +74,15 @@ def _default(obj: Any):
 
 
 def json_bytes(obj: Any) -> bytes:
-    """Serialize ``obj`` to JSON bytes (orjson; msgspec for Structs)."""
+    """Serialize ``obj`` to JSON bytes (orjson; msgspec for Structs).  What orjson refuses and
+    ``json.dumps`` (Starlette, FastAPI) sends - dict keys that are not str (``{1: "a"}`` -> ``{"1":"a"}``,
+    enums, UUIDs), integers beyond 64 bits - goes through msgspec, which encodes them all."""
     if isinstance(obj, msgspec.Struct):
         return msgspec.json.encode(obj)
-    return orjson.dumps(obj, default=_default)
+    try:
+        return orjson.dumps(obj, default=_default)
+    except TypeError:  # the rare case: costs nothing on the usual path
+        return msgspec.json.encode(obj, enc_hook=_default)
 
 
 def _header_pair(k, v) -> tuple:
@@ -244,6 +249,12 @@ _URL_SAFE = ":/?#[]@!$&'()*+,;=%~"
 _STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
+def _class_media_type(cls) -> bytes:
+    """The ``media_type`` a ``Response`` subclass declares as a class attribute, else text/plain."""
+    declared = getattr(cls, "media_type", None)
+    return _media_type_bytes(declared) if isinstance(declared, (str, bytes)) else CT_TEXT
+
+
 class Response(_HeaderOps):
     """A complete response.  ``raw_headers`` (the ASGI byte pairs, with Content-Length except on 1xx,
     204 and 304) are built on first use: the RSGI front end never needs them for a plain response
@@ -257,7 +268,9 @@ class Response(_HeaderOps):
         self.body = body
         self.status = status
         if media_type is None:
-            media_type = CT_TEXT
+            # a subclass may name its type as Starlette's do (``class XML(Response): media_type = "application/xml"``);
+            # on Response itself the name is the slot, not a str
+            media_type = CT_TEXT if self.__class__ is Response else _class_media_type(self.__class__)
         else:  # inline lookup: the per-request path of Response.json
             try:
                 media_type = _MEDIA_TYPES[media_type]
