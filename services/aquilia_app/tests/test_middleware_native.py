@@ -763,6 +763,10 @@ def test_www_redirect():
     assert r.status_code == 301 and r.headers["location"] == "http://www.example.com:8000/json?a=1&b=%20"
     r = run(call(app, "POST", "/json", {"host": "example.com"}))
     assert r.status_code == 308 and r.headers["location"] == "http://www.example.com/json"
+    # encoded characters of the path stay encoded: "?" is no query, "%2541" is no "%41"
+    for path in ("/a%3Fb?x=1", "/%2541", "/caf%C3%A9", "/a%20b"):
+        r = run(call(app, "GET", path, {"host": "example.com"}))
+        assert r.status_code == 301 and r.headers["location"] == "http://www.example.com" + path, path
     assert run(call(app, "GET", "/json", {"host": "other.com"})).status_code == 400
     no_redirect = host_app(allowed_hosts=["www.example.com"])
     assert run(call(no_redirect, "GET", "/json", {"host": "example.com"})).status_code == 400

@@ -110,6 +110,33 @@ async def test_served_document_and_docs_page():
         await app.shutdown()
 
 
+@pytest.mark.asyncio
+async def test_docs_page_and_document_behind_a_root_path():
+    """Behind ``--root-path /api`` (or a mounting app) the page must load ``/api/openapi.json`` and
+    ``/api/docs/assets/...``, and the document names the prefix in ``servers`` (FastAPI does both)."""
+    import re
+
+    app = make_app()
+    await app.startup()
+    try:
+        transport = httpx.ASGITransport(app=app, root_path="/api")
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+            page = (await c.get("/api/docs")).text
+            assert 'url: "/api/openapi.json"' in page
+            urls = re.findall(r'(?:href|src)="([^"]+)"', page)
+            assert urls and all(u.startswith("/api/docs/assets/") for u in urls)
+            for u in urls:
+                assert (await c.get(u)).status_code == 200
+            doc = (await c.get("/api/openapi.json")).json()
+            validate(doc)
+            assert doc["servers"] == [{"url": "/api"}]
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+            assert "servers" not in (await c.get("/openapi.json")).json()  # no root path: none
+            assert 'url: "/openapi.json"' in (await c.get("/docs")).text
+    finally:
+        await app.shutdown()
+
+
 def test_off_unless_enabled():
     app = App()
 
@@ -187,3 +214,70 @@ def test_route_options_are_checked_where_the_route_is_declared():
             RouteGroup("/g").get("/x", **bad)
     with pytest.raises(TypeError):
         RouteGroup("/g", tags="v1")
+
+
+def test_operation_ids_are_unique():
+    """Two handlers of the same name (each module's ``index``), one handler on two paths and one group
+    under two prefixes: a document with a repeated operationId is invalid (and breaks client generators)."""
+    from aquilia_app import RouteGroup
+
+    def group(prefix):
+        g = RouteGroup(prefix)
+
+        @g.get("")
+        async def index(limit: int = 10):
+            return []
+
+        index.__qualname__ = "index"  # as a module-level function of two modules is
+        return g
+
+    app = App()
+    app.include(group("/users"))
+    app.include(group("/items"))
+
+    @app.get("/a")
+    @app.get("/b")
+    async def both():
+        return {}
+
+    versions = RouteGroup("/shared")
+
+    @versions.get("/x")
+    async def shared_x():
+        return {}
+
+    for prefix in ("/v1", "/v2"):
+        outer = RouteGroup(prefix)
+        outer.include(versions)
+        app.include(outer)
+    doc = openapi_document(app, title="t", version="1")
+    validate(doc)
+    ids = [op["operationId"] for item in doc["paths"].values() for op in item.values()]
+    assert len(ids) == len(set(ids)) == 6
+    assert doc["paths"]["/users"]["get"]["operationId"] == "index_get"  # the first keeps its plain id
+
+
+def test_path_constraints_and_an_apps_own_problem_model():
+    """``in=`` values have the parameter's type, ``re=`` is anchored (the router matches the whole
+    segment), and an app's own ``Problem`` model is not replaced by the framework's problem+json schema."""
+
+    class Problem(msgspec.Struct):  # the app's own model of that name
+        code: int
+
+    app = App()
+
+    @app.get("/levels/{n:int|in=1,2,3}/{code:str|re=[a-z]+}")
+    async def level(n: int, code: str, verbose: bool = False) -> Problem:
+        return Problem(n)
+
+    doc = openapi_document(app, title="t", version="1")
+    validate(doc)
+    op = doc["paths"]["/levels/{n}/{code}"]["get"]
+    params = {p["name"]: p["schema"] for p in op["parameters"]}
+    assert params["n"] == {"type": "integer", "enum": [1, 2, 3]}
+    assert params["code"] == {"type": "string", "pattern": "^(?:[a-z]+)$"}
+    ok = op["responses"]["200"]["content"]["application/json"]["schema"]
+    schemas = doc["components"]["schemas"]
+    assert schemas[ok["$ref"].rsplit("/", 1)[1]]["properties"] == {"code": {"type": "integer"}}
+    problem = op["responses"]["422"]["content"]["application/problem+json"]["schema"]["$ref"]
+    assert problem != ok["$ref"] and "status" in schemas[problem.rsplit("/", 1)[1]]["properties"]

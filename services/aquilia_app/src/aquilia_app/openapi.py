@@ -16,6 +16,7 @@ import msgspec
 
 from .controllers import describe_plan, return_annotation
 from .patterns import Param
+from .requests import Request
 from .responses import CT_HTML, CT_JSON, Response, json_bytes
 
 __all__ = ["openapi_document", "enable_openapi"]
@@ -31,8 +32,6 @@ _PARAM_TYPES = {
 _NUMERIC = ("int", "float")
 _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 _NOT_MODELLED = ("request", "dependency", "background", "websocket")
-_VALIDATION = {"description": "Validation failed",
-               "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
 _PROBLEM = {"type": "object", "required": ["type", "title", "status"], "properties": {
     "type": {"type": "string"}, "title": {"type": "string"}, "status": {"type": "integer"},
     "detail": {"type": "string"}, "errors": {"type": "array", "items": {"type": "object"}}}}
@@ -46,11 +45,24 @@ def _path_param_schema(p: Param) -> dict:
                 s["minimum" if key == "min" else "maximum"] = float(raw) if p.type == "float" else int(raw)
             else:
                 s["minLength" if key == "min" else "maxLength"] = int(raw)
-        elif key == "re":
-            s["pattern"] = raw
-        elif key == "in":
-            s["enum"] = raw.split(",")
+        elif key in ("re", "regex"):  # the router matches the whole segment; a JSON Schema pattern searches
+            s["pattern"] = f"^(?:{raw})$"
+        elif key == "in":  # the values as the parameter's type: "1" is no integer
+            cast = int if p.type == "int" else float if p.type == "float" else str
+            s["enum"] = [cast(v) for v in raw.split(",")]
     return s
+
+
+def _unique_id(op_id: str, path: str, used: set) -> str:
+    """``op_id``, or - when another operation has it already (two modules' ``index`` handlers, one
+    handler or group under two paths) - ``op_id`` with its path (FastAPI's ids hold the path too)."""
+    if op_id in used:
+        base = re.sub(r"\W+", "_", f"{op_id}_{path}").strip("_")
+        op_id, n = base, 2
+        while op_id in used:
+            op_id, n = f"{base}_{n}", n + 1
+    used.add(op_id)
+    return op_id
 
 
 def _openapi_path(variant: tuple) -> str:
@@ -63,6 +75,9 @@ class _Schemas:
     def __init__(self):
         self.types: list = []
         self.slots: list = []  # (dict to fill, key, index into types)
+        self.problem_ref: dict = {}  # the problem+json component's $ref, once its name is known (``resolve``)
+        self.validation = {"description": "Validation failed",
+                           "content": {"application/problem+json": {"schema": self.problem_ref}}}
 
     def put(self, target: dict, key: str, tp) -> None:
         try:
@@ -77,6 +92,11 @@ class _Schemas:
         schemas, components = msgspec.json.schema_components(self.types, ref_template="#/components/schemas/{name}")
         for target, key, i in self.slots:
             target[key] = schemas[i]
+        name = "Problem"  # the app's own model may have that name: ours then takes another
+        while name in components:
+            name = "HTTP" + name
+        components[name] = _PROBLEM
+        self.problem_ref["$ref"] = f"#/components/schemas/{name}"
         return components
 
 
@@ -132,7 +152,7 @@ def _operation(route, method: str, ep, schemas: _Schemas, path_params: dict) -> 
         schemas.put(ok["content"]["application/json"], "schema", rt)
     op["responses"] = {str(ep.status): ok}
     if params or body is not None or form:
-        op["responses"]["422"] = _VALIDATION
+        op["responses"]["422"] = schemas.validation
     return op
 
 
@@ -164,6 +184,7 @@ def openapi_document(app, *, title: str, version: str, description: str | None =
     app.compile()
     schemas = _Schemas()
     paths: dict = {}
+    used_ids: set = set()  # operationIds are unique in a document (OpenAPI 3.1, 4.8.10)
     for route in app.router.routes:
         ep = route.endpoint
         if ep is None or ep.handler is None or not (_docs_of(route) or {}).get("include_in_schema", True):
@@ -181,9 +202,9 @@ def openapi_document(app, *, title: str, version: str, description: str | None =
                         ops["operationId"] += f"_{k}"
                     if missing:  # an optional part absent in this variant: its parameters are not in the path
                         ops["parameters"] = [p for p in ops.get("parameters", ()) if p["name"] not in missing]
+                    ops["operationId"] = _unique_id(ops["operationId"], _openapi_path(variant), used_ids)
                     item[method.lower()] = ops
     components = schemas.resolve()
-    components["Problem"] = _PROBLEM
     info: dict = {"title": title, "version": version}
     if description:
         info["description"] = description
@@ -203,18 +224,32 @@ _DOCS_PAGE = """<!doctype html>
 """
 
 
+def _root_path(request) -> str:
+    """The root path the app is served under (``--root-path``, a mounting app): ``path`` less ``route_path``."""
+    path = request.path
+    return path[:len(path) - len(request.route_path)]
+
+
 def enable_openapi(app, *, title: str = "API", version: str = "1.0.0", description: str | None = None,
-                   openapi_path: str = "/openapi.json", docs_path: str | None = "/docs") -> None:
-    """Serve the document at ``openapi_path`` and, unless ``docs_path`` is None, Swagger UI there."""
+                   openapi_path: str = "/openapi.json", docs_path: str | None = "/docs",
+                   servers: list | None = None) -> None:
+    """Serve the document at ``openapi_path`` and, unless ``docs_path`` is None, Swagger UI there.
+    Behind a root path (a proxy's prefix, a mounting app) the page loads the document and its assets
+    under that prefix, and the document says ``servers: [{"url": root_path}]`` unless ``servers`` is
+    given (as FastAPI does), so "Try it out" calls the right URLs."""
     from html import escape
 
-    cache: list = []
+    cache: dict = {}  # root path -> the document's bytes (a server has one or two root paths)
 
     @app.get(openapi_path, name="openapi", include_in_schema=False)
-    async def openapi_json():
-        if not cache:
-            cache.append(json_bytes(openapi_document(app, title=title, version=version, description=description)))
-        return Response(cache[0], 200, None, CT_JSON)
+    async def openapi_json(request: Request):
+        root = _root_path(request)
+        body = cache.get(root)
+        if body is None:
+            doc = openapi_document(app, title=title, version=version, description=description,
+                                   servers=servers or ([{"url": root}] if root else None))
+            body = cache[root] = json_bytes(doc)
+        return Response(body, 200, None, CT_JSON)
 
 
     if docs_path is None:
@@ -224,10 +259,15 @@ def enable_openapi(app, *, title: str = "API", version: str = "1.0.0", descripti
     from .files import StaticFiles
 
     assets = docs_path.rstrip("/") + "/assets"
-    page = _DOCS_PAGE.format(title=escape(title), assets=escape(assets), spec=escape(openapi_path)).encode()
+    pages: dict = {}  # root path -> the page
 
     @app.get(docs_path, name="docs", include_in_schema=False)
-    async def docs():
+    async def docs(request: Request):
+        root = _root_path(request)
+        page = pages.get(root)
+        if page is None:
+            page = pages[root] = _DOCS_PAGE.format(title=escape(title), assets=escape(root + assets),
+                                                   spec=escape(root + openapi_path)).encode()
         return Response(page, 200, None, CT_HTML)
 
     # the package's own files, trusted: installed trees may be symlink farms (Bazel runfiles)

@@ -17,6 +17,7 @@ from typing import Iterable
 
 from .middleware import Middleware
 from .responses import Response, problem
+from .routing import encode_path
 
 __all__ = ["TrustedHostMiddleware", "split_host"]
 
@@ -95,7 +96,8 @@ class TrustedHostMiddleware(Middleware):
 def _redirect(request, authority: str) -> Response:
     scope = request.scope  # ASGI-shaped on both front ends: only on this rare path
     query = scope.get("query_string") or b""
-    url = f"{scope.get('scheme', 'http')}://{authority}{request.path}"
+    # the path re-encoded: a decoded "%3F" or "%25" in it must not become a query or an escape
+    url = f"{scope.get('scheme', 'http')}://{authority}{encode_path(request.path)}"
     if query:
         url += "?" + query.decode("latin-1")
     return Response.redirect(url, 301 if request.method in ("GET", "HEAD") else 308)
