@@ -1,5 +1,5 @@
 """A small app with pure-ASGI middleware, for the RSGI front end's ASGI adapter (test_rsgi.py)."""
-from aquilia_app import App, Request, Response, StreamingResponse
+from aquilia_app import App, Request, Response, StreamingResponse, WebSocket
 from aquilia_app.middleware import ASGIMiddleware
 
 
@@ -25,8 +25,27 @@ class Stamp(ASGIMiddleware):
         await self.app(scope, counting_receive, stamping_send)
 
 
+class WSGuard(ASGIMiddleware):
+    """Refuses a WebSocket without ``?token=ok`` before the app sees it (a close before accept: 403)."""
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "websocket" and b"token=ok" not in scope.get("query_string", b""):
+            await receive()  # websocket.connect
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        await self.app(scope, receive, send)
+
+
 app = App(max_body_size=1000)
 app.add_middleware(Stamp, priority=10, name="outer")
+app.add_middleware(WSGuard, priority=20)
+
+
+@app.websocket("/ws")
+async def ws_echo(ws: WebSocket):
+    await ws.accept()
+    async for text in ws.iter_text():
+        await ws.send_text(text)
 
 
 @app.get("/healthz")

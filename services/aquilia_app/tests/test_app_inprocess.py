@@ -362,6 +362,36 @@ def test_request_state_starts_from_the_lifespan_state_and_carries_middleware_val
     assert app.lifespan_state is None  # gone with the run
 
 
+def test_request_state_and_session_from_pure_asgi_middleware():
+    """As in Starlette, ``request.state`` holds what a pure-ASGI middleware put in ``scope["state"]``,
+    and ``request.session`` is Starlette's ``SessionMiddleware``'s (``scope["session"]``)."""
+    from starlette.middleware.sessions import SessionMiddleware as StarletteSessions
+
+    from aquilia_app.testclient import TestClient
+
+    class SetUser(ASGIMiddleware):
+        async def __call__(self, scope, receive, send):
+            scope.setdefault("state", {})["user"] = "ada"
+            await self.app(scope, receive, send)
+
+    app = App()
+    app.add_middleware(StarletteSessions, secret_key="s" * 32)
+    app.add_middleware(SetUser)
+
+    @app.post("/login")
+    async def login(request: Request):
+        request.session["user"] = request.state.user
+        return {"ok": True}
+
+    @app.get("/me")
+    async def me(request: Request):
+        return {"session": dict(request.session), "state_user": request.state.user}
+
+    with TestClient(app) as client:
+        assert client.post("/login").json() == {"ok": True}
+        assert client.get("/me").json() == {"session": {"user": "ada"}, "state_user": "ada"}
+
+
 def test_request_state_without_a_lifespan_and_a_missing_attribute():
     from aquilia_app.testclient import TestClient
 

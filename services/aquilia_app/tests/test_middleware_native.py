@@ -779,6 +779,39 @@ def test_trusted_hosts_refuse_bad_configuration(hosts):
         TrustedHostMiddleware(allowed_hosts=hosts)
 
 
+def test_websockets_see_sessions_trusted_hosts_and_proxy_headers():
+    """As in Starlette (and uvicorn's proxy headers): a WebSocket reads the session of its cookie, a
+    handshake for a host that is not allowed is refused, and a trusted proxy's headers apply."""
+    from aquilia_app import WebSocket
+    from aquilia_app.testclient import WebSocketRejected
+
+    mw = SessionMiddleware(SECRET)
+    app = App()
+    app.add_middleware(ProxyHeadersMiddleware(trusted_proxies="*"), priority=5)
+    app.add_middleware(TrustedHostMiddleware(allowed_hosts=["example.com"]), priority=10)
+    app.add_middleware(mw, priority=20)
+
+    @app.websocket("/ws")
+    async def ws_route(ws: WebSocket):
+        await ws.accept()
+        await ws.send_json({"session": dict(ws.session), "client": ws.client.host, "url": ws.url})
+        await ws.close()
+
+    cookie = {"cookie": f"session={mw.dumps({'user': 'ada'})}"}
+    with TestClient(app, base_url="http://example.com") as c:
+        with c.websocket_connect("/ws", headers={**cookie, "x-forwarded-for": "203.0.113.7",
+                                                 "x-forwarded-proto": "https"}) as s:
+            assert s.receive_json() == {"session": {"user": "ada"}, "client": "203.0.113.7",
+                                        "url": "wss://example.com/ws"}
+        with c.websocket_connect("/ws") as s:
+            assert s.receive_json()["session"] == {}
+    with TestClient(app, base_url="http://evil.example") as c:
+        with pytest.raises(WebSocketRejected) as info:
+            with c.websocket_connect("/ws", headers=cookie):
+                pass
+        assert info.value.status == 400 and info.value.json()["detail"] == "Invalid host header"
+
+
 # == function middleware (FastAPI's @app.middleware("http")) ================================================
 def test_function_middleware_as_in_fastapi():
     from aquilia_app import FunctionMiddleware

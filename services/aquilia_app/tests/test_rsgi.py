@@ -2,6 +2,8 @@
 app, see test_e2e.py) and through the ASGI adapter (an app with pure-ASGI middleware, mw_app.py)."""
 import httpx
 import pytest
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.sync.client import connect
 
 from server_util import raw_request, running_server, status_of
 
@@ -58,3 +60,26 @@ def test_rsgi_request_fields():
     got = r.json()
     assert got["method"] == "GET" and got["path"] == "/who" and got["agent"] == "probe/1"
     assert got["query"] == {"a": "2", "b": ""} and got["n_headers"] >= 3
+
+
+def test_asgi_middleware_sees_websockets_under_rsgi(mw_server):
+    """The pure-ASGI middleware runs for WebSockets under RSGI as under ASGI: a guard in it is not bypassed."""
+    port, _ = mw_server
+    with pytest.raises(InvalidStatus) as info:
+        with connect(f"ws://127.0.0.1:{port}/ws", open_timeout=5):
+            pass
+    assert info.value.response.status_code == 403  # refused by WSGuard before the handler
+    with connect(f"ws://127.0.0.1:{port}/ws?token=ok", open_timeout=5) as ws:
+        for text in ("hi", "again"):
+            ws.send(text)
+            assert ws.recv(timeout=5) == text
+    with pytest.raises(InvalidStatus) as info:
+        with connect(f"ws://127.0.0.1:{port}/nowhere?token=ok", open_timeout=5):
+            pass
+    assert info.value.response.status_code == 404  # the app's own refusal, through the adapter
+    with connect(f"ws://127.0.0.1:{port}/ws?token=ok", open_timeout=5) as ws:  # the server still works
+        ws.send("still here")
+        assert ws.recv(timeout=5) == "still here"
+        ws.close()
+        with pytest.raises(ConnectionClosed):
+            ws.recv(timeout=5)

@@ -22,13 +22,13 @@ from .exceptions import HTTPException, MethodNotAllowed, NotFound
 from .groups import join_prefix
 from .metrics import Metrics
 from .middleware import MiddlewareStack, route_middleware
-from .mounts import MountedApp, WebSocketBridge, is_asgi_app
+from .mounts import MountedApp, is_asgi_app
 from .requests import DEFAULT_MAX_BODY, Request, route_path
 from .responses import CT_JSON, CT_TEXT, PerRequestResponse, Response, StreamingResponse, json_bytes, problem
 from .routing import MethodShortcuts, Router, encode_path, route_docs
 from .rsgi import RSGIRequest, asgi_scope, response_headers, serve_asgi
 from .state import State
-from .websockets import WebSocket, serve_asgi_websocket, serve_rsgi_websocket
+from .websockets import WebSocket, WebSocketBridge, serve_asgi_websocket, serve_rsgi_websocket
 
 __all__ = ["App"]
 
@@ -131,6 +131,7 @@ class App(MethodShortcuts):
         self._ws_pending: list[_Pending] = []
         self._exc_handlers: dict = {}  # exception class or status code -> handler(request, exc)
         self._native = None  # the native middleware chain (request -> response), when there is one
+        self._ws_hooks: tuple = ()  # native middleware's websocket(ws) hooks, run before each WebSocket handler
 
     # -- registration -------------------------------------------------------------------------
     def route(self, pattern: str, methods=("GET",), *, name: str | None = None, status: int = 200,
@@ -300,6 +301,7 @@ class App(MethodShortcuts):
         self._static = self.router._static
         if self.middleware.native_count:
             self._native = self.middleware.build_native(self._endpoint)
+            self._ws_hooks = self.middleware.websocket_hooks()
         self._chain = self.middleware.build(self._core)
         self._asgi_middleware = self.middleware.asgi_count > 0
         self._compiled = True
@@ -461,7 +463,7 @@ class App(MethodShortcuts):
         if not self._started:
             await self._start_once()
         if scope.proto != "http":
-            return await serve_rsgi_websocket(self, scope, proto)
+            return await serve_rsgi_websocket(self, scope, proto, self._chain if self._asgi_middleware else None)
         if self._asgi_middleware:
             return await serve_asgi(self._chain, asgi_scope(scope, self), proto)
         t0 = perf_counter()

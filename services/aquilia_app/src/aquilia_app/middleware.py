@@ -28,6 +28,11 @@ A plain ``async def fn(request, call_next)`` is native middleware too, as in Fas
 
 Both kinds are ordered by ``priority`` (lower = outer; equal priorities keep registration order) and
 chained once, at start-up.
+
+WebSockets have no response to wrap, so ``__call__`` never runs for them.  A native middleware that
+must also see WebSocket handshakes (as Starlette's ``TrustedHostMiddleware``, ``SessionMiddleware`` and
+uvicorn's proxy headers do) defines ``async def websocket(self, ws)``: app-wide ones run before each
+WebSocket handler, outermost first; raising an ``HTTPException`` there refuses the handshake.
 """
 from __future__ import annotations
 
@@ -97,6 +102,7 @@ class MiddlewareStack:
     def __init__(self):
         self._entries: list[tuple[int, int, Any, dict, bool]] = []
         self._built = False
+        self.native_instances: list = []  # the native middleware objects, outermost first (once built)
 
     def add(self, factory, priority: int = 100, **options: Any) -> None:
         if self._built:
@@ -125,10 +131,17 @@ class MiddlewareStack:
     def build_native(self, endpoint: CallNext) -> CallNext:
         """The native chain around ``endpoint(request) -> response``."""
         handler = endpoint
+        instances = []
         for _prio, _seq, factory, options, _ in reversed(self._sorted(True)):
             mw = factory(**options) if inspect.isclass(factory) else factory
+            instances.append(mw)
             handler = _link(mw, handler)
+        self.native_instances = instances[::-1]
         return handler
+
+    def websocket_hooks(self) -> tuple:
+        """The ``websocket(ws)`` hooks of the built native middleware, outermost first."""
+        return tuple(mw.websocket for mw in self.native_instances if callable(getattr(mw, "websocket", None)))
 
     def build(self, app: ASGIApp) -> ASGIApp:
         """The ASGI chain around ``app``."""

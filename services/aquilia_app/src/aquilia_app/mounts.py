@@ -8,7 +8,7 @@ RSGI→ASGI adapter (``rsgi.serve_asgi``).  Native middleware still runs around 
 the response (CORS, a session cookie, a request id) are appended to the mounted app's own.
 
 WebSockets under the prefix go to the mounted app too (``WebSocketBridge``: its ASGI ``receive`` and
-``send`` over the framework's ``WebSocket``, so both front ends and the WebSocket lifecycle - limits,
+``send`` over the framework's ``WebSocket``, websockets.py, so both front ends and the WebSocket lifecycle - limits,
 the close after a failure, teardown - are the framework's own).  Lifespan events are not passed on (as
 with Starlette's ``Mount``, the lifespan of a mounted app is the mounting app's to run, e.g. from
 ``App(lifespan=...)``)."""
@@ -17,13 +17,10 @@ from __future__ import annotations
 import inspect
 import logging
 
-from typing import NamedTuple
-
 from .responses import PerRequestResponse, problem
 from .rsgi import serve_asgi
-from .websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
-__all__ = ["MountedApp", "WebSocketBridge", "ClientDisconnected", "is_asgi_app"]
+__all__ = ["MountedApp", "is_asgi_app"]
 
 log = logging.getLogger("aquilia_app")
 
@@ -106,67 +103,3 @@ class MountedApp(PerRequestResponse):
 
     async def send_rsgi(self, proto) -> None:
         await serve_asgi(self._run, self.request.scope, proto, self._body_read())
-
-
-class ClientDisconnected(OSError):
-    """A mounted app sent on a WebSocket whose client is gone (an ``OSError``, as uvicorn's own, which
-    Starlette turns into its ``WebSocketDisconnect``)."""
-
-
-class _Denial(NamedTuple):
-    """An HTTP response refusing a handshake (the ASGI "websocket.http.response" extension)."""
-    status: int
-    raw_headers: list
-    body: bytes
-
-
-class WebSocketBridge:
-    """A mounted ASGI app's ``receive`` and ``send`` for one WebSocket, over ``ws``."""
-
-    __slots__ = ("ws", "_connected", "_denial")
-
-    def __init__(self, ws: WebSocket):
-        self.ws = ws
-        self._connected = False  # websocket.connect handed out
-        self._denial: tuple | None = None  # (status, headers, body chunks) of a refusal being sent
-
-    async def serve(self, app, root: str) -> None:
-        scope = dict(self.ws.scope)
-        scope["root_path"] = root
-        # A refusal's status reaches the client on every front end (its body where the server can send one)
-        scope["extensions"] = {**(scope.get("extensions") or {}), "websocket.http.response": {}}
-        await app(scope, self.receive, self.send)
-
-    async def receive(self) -> dict:
-        if not self._connected:
-            self._connected = True
-            return {"type": "websocket.connect"}
-        try:
-            return await self.ws.receive()
-        except WebSocketDisconnect as e:
-            return {"type": "websocket.disconnect", "code": e.code, "reason": e.reason}
-
-    async def send(self, msg: dict) -> None:
-        kind = msg["type"]
-        ws = self.ws
-        if kind == "websocket.send":
-            text = msg.get("text")
-            try:
-                await (ws.send_text(text) if text is not None else ws.send_bytes(msg.get("bytes") or b""))
-            except WebSocketDisconnect as e:
-                raise ClientDisconnected(f"the client is gone ({e.code})") from None
-        elif kind == "websocket.accept":
-            await ws.accept(msg.get("subprotocol"), msg.get("headers"))
-        elif kind == "websocket.close":  # before accept: the handshake is refused with 403
-            await ws.close(msg.get("code") or 1000, msg.get("reason") or "")
-        elif kind == "websocket.http.response.start" and self._denial is None \
-                and ws.application_state is WebSocketState.CONNECTING:
-            self._denial = (msg["status"], list(msg.get("headers") or ()), [])
-        elif kind == "websocket.http.response.body" and self._denial is not None:
-            status, headers, chunks = self._denial
-            chunks.append(msg.get("body") or b"")
-            if not msg.get("more_body"):
-                await ws._deny(_Denial(status, headers, b"".join(chunks)))
-        else:
-            raise RuntimeError(f"unexpected ASGI message {kind!r} on a WebSocket in state "
-                               f"{ws.application_state.name}")

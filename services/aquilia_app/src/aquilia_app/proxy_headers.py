@@ -58,7 +58,15 @@ class ProxyHeadersMiddleware(Middleware):
                 return hop
         return hops[0] if hops else None
 
+    async def websocket(self, ws) -> None:
+        """The same for a WebSocket (its scheme ``ws``/``wss``), as uvicorn's proxy headers do."""
+        self._apply(ws, {"http": "ws", "https": "wss"})
+
     async def __call__(self, request, call_next):
+        self._apply(request)
+        return await call_next(request)
+
+    def _apply(self, request, schemes=None) -> None:
         peer = request.client
         if peer is not None and self.trusts(peer.host):
             scope = request.scope  # the ASGI-shaped scope: what client, url and url_for read
@@ -67,9 +75,8 @@ class ProxyHeadersMiddleware(Middleware):
             if proto:
                 proto = proto.rpartition(",")[2].strip().lower()  # the last proxy's word
                 if proto in _SCHEMES:
-                    scope["scheme"] = proto
+                    scope["scheme"] = schemes.get(proto, proto) if schemes else proto
             forwarded = headers.get("x-forwarded-for")
             client = self.forwarded_client(forwarded) if forwarded else None
             if client:
                 scope["client"] = (client, None)
-        return await call_next(request)

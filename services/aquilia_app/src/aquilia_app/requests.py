@@ -128,7 +128,7 @@ class Request:
     interface over granian's RSGI scope and protocol.  ``app`` is the ``App`` serving it."""
 
     __slots__ = ("scope", "receive", "path_params", "max_body", "_headers", "_query", "_body", "di", "app",
-                 "route", "session", "background", "exc", "_form",
+                 "route", "_session", "background", "exc", "_form",
                  "_query_multi", "_cookies", "_watch", "_state")  # the last four: set on first use, not in __init__
 
     def __init__(self, scope, receive, path_params=None, max_body: int = DEFAULT_MAX_BODY, app=None):
@@ -142,7 +142,7 @@ class Request:
         self.di = None  # the request's DI scope (di.RequestScope), when its handler needs one
         self.app = app
         self.route = None  # the matched Route (set on the middleware path, where routing runs inside the chain)
-        self.session = None  # a dict, when the sessions middleware runs
+        self._session = None  # a dict, when the sessions middleware runs
         self.background = None  # BackgroundTasks, when the handler asked for them
         self.exc = None  # the handler's exception, for the DI scope's teardown (middleware path)
         self._form = None  # FormData once read; the app's teardown checks it to close uploaded files
@@ -155,15 +155,35 @@ class Request:
     def path(self) -> str:
         return self.scope["path"]
 
+    def _from_scope(self, key: str):
+        """What a pure-ASGI middleware put in the ASGI scope under ``key`` (None when nothing)."""
+        scope = self.scope
+        return scope.get(key) if scope is not None else None
+
+    @property
+    def session(self):
+        """The session dict: ``SessionMiddleware``'s, else the one a pure-ASGI session middleware
+        (Starlette's) keeps in ``scope["session"]``; None without one."""
+        s = self._session
+        return s if s is not None else self._from_scope("session")
+
+    @session.setter
+    def session(self, value) -> None:
+        self._session = value
+
     @property
     def state(self) -> State:
         """Values for this request (middleware sets them for the handler: ``request.state.user``),
-        starting as a copy of what the app's lifespan yielded, if it yielded a mapping."""
+        starting as a copy of what the app's lifespan yielded, if it yielded a mapping, with what a
+        pure-ASGI middleware put in ``scope["state"]`` (Starlette's ``request.state``) over it."""
         try:
             return self._state
         except AttributeError:  # the first use
             app = self.app
             state = self._state = State(app.lifespan_state if app is not None else None)
+            extra = self._from_scope("state")
+            if extra:
+                state.__dict__.update(extra)
             return state
 
     @property

@@ -97,6 +97,10 @@ class RSGIRequest(Request):
     def scope(self, value) -> None:
         self._asgi = value
 
+    def _from_scope(self, key: str):  # no ASGI middleware put anything in a scope never built
+        s = self._asgi
+        return s.get(key) if s is not None else None
+
     @property
     def method(self) -> str:
         return self.rsgi_scope.method

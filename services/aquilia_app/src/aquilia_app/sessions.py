@@ -182,6 +182,13 @@ class SessionMiddleware(Middleware):
             return response.with_headers([("set-cookie", self._deletion)])
         return response
 
+    async def websocket(self, ws) -> None:
+        """A WebSocket reads the session of its handshake's cookie (as Starlette's ``websocket.session``);
+        a socket has no response headers, so changes to it are not sent back."""
+        raw = self._incoming(ws)
+        data = self.loads(raw) if raw else None
+        ws.session = Session(data) if data else Session()
+
     def _cookie(self, session: Session) -> str:
         value = self.dumps(session)
         size = len(self.cookie_name) + 1 + len(value)

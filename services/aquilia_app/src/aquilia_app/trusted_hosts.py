@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
+from .exceptions import HTTPException
 from .middleware import Middleware
 from .responses import Response, problem
 from .routing import encode_path
@@ -76,14 +77,26 @@ class TrustedHostMiddleware(Middleware):
     def allowed(self, host: str) -> bool:
         return self.any or host in self.exact or (bool(self.suffixes) and host.endswith(self.suffixes))
 
-    async def __call__(self, request, call_next):
-        if self.any:
-            return await call_next(request)
+    @staticmethod
+    def _host(request):
+        """``(host, ":port" or "")`` of the request's one Host, or None."""
         hosts = request.headers.getall("host")
         if not hosts:  # HTTP/2 over RSGI: the authority pseudo-header instead
             authority = getattr(getattr(request, "rsgi_scope", None), "authority", None)
             hosts = [authority] if authority else hosts
-        parsed = split_host(hosts[0]) if len(hosts) == 1 else None
+        return split_host(hosts[0]) if len(hosts) == 1 else None
+
+    async def websocket(self, ws) -> None:
+        """A WebSocket handshake for another host is refused (400) too, as in Starlette."""
+        if not self.any:
+            parsed = self._host(ws)
+            if parsed is None or not self.allowed(parsed[0]):
+                raise HTTPException(400, "Invalid host header")
+
+    async def __call__(self, request, call_next):
+        if self.any:
+            return await call_next(request)
+        parsed = self._host(request)
         if parsed is not None:
             host, port = parsed
             if self.allowed(host):

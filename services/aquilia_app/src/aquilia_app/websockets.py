@@ -53,7 +53,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from typing import Any, Awaitable
+from typing import Any, Awaitable, NamedTuple
 
 import orjson
 
@@ -63,7 +63,7 @@ from .responses import json_bytes, problem
 from .rsgi import asgi_scope
 
 __all__ = ["WebSocket", "WebSocketDisconnect", "WebSocketState", "DEFAULT_MAX_MESSAGE", "INBOX_SIZE",
-           "serve_asgi_websocket", "serve_rsgi_websocket"]
+           "WebSocketBridge", "ClientDisconnected", "serve_asgi_websocket", "serve_rsgi_websocket"]
 
 log = logging.getLogger("aquilia_app")
 
@@ -481,6 +481,73 @@ def _reason(msg: dict) -> str:
     return r if isinstance(r, str) else ""  # uvicorn's legacy implementation sends an int here
 
 
+# -- an ASGI app on a WebSocket ------------------------------------------------------------------
+class ClientDisconnected(OSError):
+    """A mounted app sent on a WebSocket whose client is gone (an ``OSError``, as uvicorn's own, which
+    Starlette turns into its ``WebSocketDisconnect``)."""
+
+
+class _Denial(NamedTuple):
+    """An HTTP response refusing a handshake (the ASGI "websocket.http.response" extension)."""
+    status: int
+    raw_headers: list
+    body: bytes
+
+
+class WebSocketBridge:
+    """An ASGI app's ``receive`` and ``send`` for one WebSocket, over ``ws`` (a mounted app; the pure-ASGI
+    middleware chain under RSGI): the socket's lifecycle stays the framework's on both front ends."""
+
+    __slots__ = ("ws", "_connected", "_denial")
+
+    def __init__(self, ws: WebSocket):
+        self.ws = ws
+        self._connected = False  # websocket.connect handed out
+        self._denial: tuple | None = None  # (status, headers, body chunks) of a refusal being sent
+
+    async def serve(self, app, root: str | None = None) -> None:
+        scope = dict(self.ws.scope)
+        if root is not None:
+            scope["root_path"] = root
+        # A refusal's status reaches the client on every front end (its body where the server can send one)
+        scope["extensions"] = {**(scope.get("extensions") or {}), "websocket.http.response": {}}
+        await app(scope, self.receive, self.send)
+
+    async def receive(self) -> dict:
+        if not self._connected:
+            self._connected = True
+            return {"type": "websocket.connect"}
+        try:
+            return await self.ws.receive()
+        except WebSocketDisconnect as e:
+            return {"type": "websocket.disconnect", "code": e.code, "reason": e.reason}
+
+    async def send(self, msg: dict) -> None:
+        kind = msg["type"]
+        ws = self.ws
+        if kind == "websocket.send":
+            text = msg.get("text")
+            try:
+                await (ws.send_text(text) if text is not None else ws.send_bytes(msg.get("bytes") or b""))
+            except WebSocketDisconnect as e:
+                raise ClientDisconnected(f"the client is gone ({e.code})") from None
+        elif kind == "websocket.accept":
+            await ws.accept(msg.get("subprotocol"), msg.get("headers"))
+        elif kind == "websocket.close":  # before accept: the handshake is refused with 403
+            await ws.close(msg.get("code") or 1000, msg.get("reason") or "")
+        elif kind == "websocket.http.response.start" and self._denial is None \
+                and ws.application_state is _CONNECTING:
+            self._denial = (msg["status"], list(msg.get("headers") or ()), [])
+        elif kind == "websocket.http.response.body" and self._denial is not None:
+            status, headers, chunks = self._denial
+            chunks.append(msg.get("body") or b"")
+            if not msg.get("more_body"):
+                await ws._deny(_Denial(status, headers, b"".join(chunks)))
+        else:
+            raise RuntimeError(f"unexpected ASGI message {kind!r} on a WebSocket in state "
+                               f"{ws.application_state.name}")
+
+
 # -- serving -------------------------------------------------------------------------------------
 async def serve_asgi_websocket(app, scope: dict, receive, send) -> None:
     """An ASGI ``websocket`` scope: route, run the handler, close, tear down."""
@@ -489,22 +556,42 @@ async def serve_asgi_websocket(app, scope: dict, receive, send) -> None:
     await _serve(app, ws, m.route)
 
 
-async def serve_rsgi_websocket(app, rscope, proto) -> None:
+async def serve_rsgi_websocket(app, rscope, proto, asgi_chain=None) -> None:
     """An RSGI ``ws`` scope: the same, with the scope read into an ASGI-shaped dict once (a socket
-    lives long; one dict a connection costs nothing next to it)."""
+    lives long; one dict a connection costs nothing next to it).  An app with pure-ASGI middleware
+    passes its ``asgi_chain``: the socket goes through it as under ASGI (a guard there must not be
+    bypassed), over a ``WebSocketBridge``, and the chain's innermost app routes it."""
     scope = asgi_scope(rscope, app)
     scope["type"] = "websocket"
     scope["scheme"] = "wss" if scope["scheme"] == "https" else "ws"
     offered = rscope.headers.get("sec-websocket-protocol")
     scope["subprotocols"] = [p.strip() for p in offered.split(",") if p.strip()] if offered else []
+    if asgi_chain is not None:
+        ws = WebSocket(scope, _RSGIChannel(proto), _EMPTY, app)
+        ws.max_message = None  # the app's own WebSocket, inside the chain, applies the limit
+        return await _serve_asgi_app(asgi_chain, ws)
     m = app.ws_router.match("GET", rscope.path)
     ws = WebSocket(scope, _RSGIChannel(proto), m.params or _EMPTY, app)
     await _serve(app, ws, m.route)
 
 
+async def _serve_asgi_app(asgi_app, ws: WebSocket) -> None:
+    """``ws`` handed to an ASGI app, with a handler's lifecycle around it."""
+    try:
+        await WebSocketBridge(ws).serve(asgi_app)
+    except WebSocketDisconnect:
+        pass
+    except Exception as e:
+        await _after_error(ws, e)
+    finally:
+        await _end(ws)
+
+
 async def _serve(app, ws: WebSocket, route) -> None:
     exc = None
     try:
+        for hook in getattr(app, "_ws_hooks", ()):  # app-wide native middleware that sees handshakes
+            await hook(ws)
         if route is None:
             raise NotFound("no WebSocket route matches this path")
         ws.route = route
