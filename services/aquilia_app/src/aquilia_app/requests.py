@@ -128,8 +128,8 @@ class Request:
     interface over granian's RSGI scope and protocol.  ``app`` is the ``App`` serving it."""
 
     __slots__ = ("scope", "receive", "path_params", "max_body", "_headers", "_query", "_body", "di", "app",
-                 "route", "_session", "background", "exc", "_form",
-                 "_query_multi", "_cookies", "_watch", "_state")  # the last four: set on first use, not in __init__
+                 "route", "_session", "background", "exc", "_form", "_watch",
+                 "_query_multi", "_cookies", "_state")  # the last three: set on first use, not in __init__
 
     def __init__(self, scope, receive, path_params=None, max_body: int = DEFAULT_MAX_BODY, app=None):
         self.scope = scope
@@ -146,6 +146,7 @@ class Request:
         self.background = None  # BackgroundTasks, when the handler asked for them
         self.exc = None  # the handler's exception, for the DI scope's teardown (middleware path)
         self._form = None  # FormData once read; the app's teardown checks it to close uploaded files
+        self._watch = None  # is_disconnected's task; set here because every request's teardown reads it
 
     @property
     def method(self) -> str:
@@ -394,7 +395,7 @@ class Request:
         """Whether the client has closed the connection: a long handler can stop work nobody waits for.
         The first call starts a watch that the app cancels when the request ends.  On ASGI the watch
         listens on the body's channel, so a body not read yet is read first (its limits apply)."""
-        watch = getattr(self, "_watch", None)
+        watch = self._watch
         if watch is None:
             if self._body is None:
                 await self.body()
@@ -406,9 +407,8 @@ class Request:
         await wait_for_disconnect(self.receive)
 
     def _stop_watch(self) -> None:
-        watch = getattr(self, "_watch", None)
-        if watch is not None:
-            watch.cancel()
+        if self._watch is not None:
+            self._watch.cancel()
 
     async def _limited_chunks(self, limit: int):
         """The body's chunks, refused with 413 as soon as they pass ``limit`` (before a chunked upload is
