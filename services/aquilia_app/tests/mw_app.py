@@ -1,4 +1,6 @@
 """A small app with pure-ASGI middleware, for the RSGI front end's ASGI adapter (test_rsgi.py)."""
+import asyncio
+
 from aquilia_app import App, Request, Response, StreamingResponse, WebSocket
 from aquilia_app.middleware import ASGIMiddleware
 
@@ -71,9 +73,11 @@ async def who(request: Request):
 
 
 @app.get("/chunks")
-async def chunks():
+async def chunks(delay: float = 0.0):
     async def gen():
         for i in range(3):
+            if delay:
+                await asyncio.sleep(delay)
             yield f"part {i}\n"
 
     return StreamingResponse(gen())

@@ -127,6 +127,19 @@ def test_json_body_struct_validation():
     assert r.json() == {"sum": 6}
 
 
+def test_a_json_string_that_is_not_utf8_is_400_through_request_decode():
+    app = App()
+
+    @app.post("/decode")
+    async def decode(request: Request):
+        return await request.decode(Payload)
+
+    r = run(call(app, "POST", "/decode", content=b'{"name":"\xff","n":1}'))
+    assert r.status_code == 400 and "malformed JSON" in r.json()["detail"]
+    r = run(call(app, "POST", "/decode", content=b'{"name":"a","n":1}'))
+    assert r.json() == {"name": "a", "n": 1}
+
+
 def test_body_limit_413():
     app = make_app()
     r = run(call(app, "POST", "/greet/echo", content=b'{"name":"' + b"a" * 100 + b'","n":1}'))

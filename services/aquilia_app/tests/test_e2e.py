@@ -153,6 +153,8 @@ def test_oversized_body_413(server):
     (b'{"name":', 400, "Bad Request"),
     (b"not json", 400, "Bad Request"),
     (b"", 400, "Bad Request"),
+    (b'{"name":"\xff","price":1}', 400, "Bad Request"),  # a string that is not UTF-8
+    (b'{"name":"a","price":1,"tags":["\xc3"]}', 400, "Bad Request"),
     (b'{"name":"","price":1}', 422, "Unprocessable Content"),
     (b'{"name":"a","price":-1}', 422, "Unprocessable Content"),
     (b'{"name":"a","price":"1"}', 422, "Unprocessable Content"),
@@ -203,6 +205,17 @@ def test_path_int_too_long_to_convert_is_a_counted_404(server):
     assert r.status_code == 404 and r.json()["status"] == 404
     assert r.headers["content-type"] == "application/problem+json"
     assert _unmatched_4xx(c.get("/metrics").text) == before + 1
+
+
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE"])
+def test_an_id_beyond_sqlites_integers_is_404_not_500(server, method):
+    _, c, _ = server
+    for id_ in ("9223372036854775808", "9" * 4000):  # past 2**63 - 1: sqlite3 cannot bind it
+        r = c.request(method, f"/items/{id_}", json={"name": "x", "price": 1} if method == "PUT" else None)
+        assert r.status_code == 404 and r.headers["content-type"] == "application/problem+json", (method, id_[:20])
+    r = c.get("/items", params={"offset": str(1 << 63)})
+    assert r.status_code == 400 and r.json()["status"] == 400
+    assert c.get("/items", params={"offset": str((1 << 63) - 1)}).json()["items"] == []
 
 
 def test_wrong_method_405_with_allow(server):

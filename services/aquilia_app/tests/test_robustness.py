@@ -1,6 +1,7 @@
 """Slow, hostile and unusual clients against the real server (a subprocess on port 0, raw sockets):
 each hole of aquilia_app's robustness issue with the answer it must get.  The huge integer path
 segment is in test_e2e.py (every front end); the in-process halves are in test_app_inprocess.py."""
+import os
 import select
 import socket
 import time
@@ -67,6 +68,20 @@ def test_trickled_uploads_do_not_starve_the_pool():
                 s.close()
 
 
+@pytest.mark.parametrize("server", list(EVERY_SERVER))
+def test_an_unread_body_is_drained_after_the_pooled_connection_went_back(server):
+    # GET /items never reads its body: the app drains it (up to 1 s) so the connection can be reused,
+    # and the request's SQLite connection must be back in the pool while it waits for a slow client
+    args = (*EVERY_SERVER[server], "--pool-timeout", "0.5")
+    with running_server(*args, env={"AQUILIA_APP_POOL": "1"}) as (port, _):
+        with _connect(port) as slow, httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5) as c:
+            slow.sendall(b"GET /items HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nx")
+            time.sleep(0.2)  # its handler has run: the body (1 byte of 100) is being drained
+            assert c.get("/items").status_code == 200  # the only connection of the pool is free
+            status, headers, _ = read_response(slow)
+            assert status == 200 and headers["connection"] == "close"  # too slow to drain: not reused
+
+
 # -- a Response subclass on the direct RSGI path --------------------------------------------------
 
 def test_response_subclass_is_sent_whole(edge):
@@ -121,6 +136,25 @@ def test_a_stream_that_reads_the_body_itself_gets_all_of_it(edge):
         s.sendall(framed + b"0\r\n\r\n")
         status, headers, answer = read_response(s)
     assert status == 200 and answer == body
+
+
+# -- a client that leaves in the middle of a streamed answer ------------------------------------------
+
+@pytest.mark.parametrize("app,path", [(None, "/stream?delay=100"), ("mw_app:app", "/chunks?delay=0.2")])
+def test_a_client_leaving_mid_stream_logs_no_error(app, path):
+    # the direct RSGI path (the reference app) and the ASGI adapter (an app with pure-ASGI middleware)
+    with running_server(*(("--app", app) if app else ())) as (port, proc):
+        os.set_blocking(proc.stderr.fileno(), False)
+        proc.stderr.read()  # what start-up printed
+        for _ in range(3):
+            with _connect(port) as s:
+                s.sendall(b"GET %s HTTP/1.1\r\nHost: t\r\n\r\n" % path.encode())
+                assert s.recv(65536).startswith(b"HTTP/1.1 200")  # the stream has started: leave
+        time.sleep(1.0)  # each generator's next send finds the client gone
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5) as c:
+            assert c.get("/healthz").status_code == 200
+        logged = proc.stderr.read() or b""
+    assert b"Traceback" not in logged and b"error while sending" not in logged, logged[-2000:]
 
 
 # -- a header sent several times ---------------------------------------------------------------------

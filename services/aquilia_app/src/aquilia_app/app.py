@@ -55,6 +55,7 @@ HTML_ROWS = [{"id": i, "message": m} for i, m in enumerate(
      "keep it simple", "measure twice", "cut once", "premature optimization", "the map is not the territory",
      "less is more", "make it work, make it right, make it fast", "ship it"], start=1)]
 STREAM_CHUNK = b"x" * 1023 + b"\n"
+SQLITE_MAX_INT = (1 << 63) - 1  # SQLite's largest integer: a bigger id or offset cannot even be bound (OverflowError)
 STREAM_CHUNKS = 10
 
 
@@ -93,6 +94,8 @@ class ItemRepository:
         return next(iter(row.values()))
 
     async def get(self, item_id: int) -> dict | None:
+        if item_id > SQLITE_MAX_INT:  # no such row (and sqlite3 refuses to bind it)
+            return None
         sql, params = Q(self.TABLE).filter(id=item_id).sql()
         r = await self.conn.fetchone(sql, params)
         return None if r is None else self._row(r)
@@ -104,12 +107,16 @@ class ItemRepository:
         return {"id": rowid, "name": item.name, "price": item.price, "tags": item.tags}
 
     async def replace(self, item_id: int, item: ItemIn) -> bool:
+        if item_id > SQLITE_MAX_INT:
+            return False
         sql, params = Q(self.TABLE).filter(id=item_id).update_sql(
             name=item.name, price=item.price, tags=orjson.dumps(item.tags).decode())
         n, _ = await self.conn.execute(sql, params)
         return n > 0
 
     async def delete(self, item_id: int) -> bool:
+        if item_id > SQLITE_MAX_INT:
+            return False
         sql, params = Q(self.TABLE).filter(id=item_id).delete_sql()
         n, _ = await self.conn.execute(sql, params)
         return n > 0
@@ -146,8 +153,8 @@ class ItemsController(Controller):
                     max_price: float | None = None, name: str | None = None):
         if not 1 <= limit <= 100:
             raise BadRequest("limit must be between 1 and 100")
-        if offset < 0:
-            raise BadRequest("offset must be >= 0")
+        if not 0 <= offset <= SQLITE_MAX_INT:
+            raise BadRequest(f"offset must be between 0 and {SQLITE_MAX_INT}")
         q = Q(ItemRepository.TABLE)
         if min_price is not None:
             q = q.filter(price__gte=min_price)

@@ -477,7 +477,10 @@ class App(MethodShortcuts):
                 await resp.send_rsgi(proto)
             except Exception as e:  # a streaming generator that failed mid-way, or the client left
                 exc = exc or e
-                log.exception("error while sending the response to %s %s", method, label)
+                if e.__class__.__name__ == "RSGIProtocolClosed":  # granian's: the client left, as OSError on ASGI
+                    log.debug("client gone while sending the response to %s %s", method, label)
+                else:
+                    log.exception("error while sending the response to %s %s", method, label)
         if req is not None:
             await self._finish(req, exc)
         if self.metrics is not None:
@@ -588,7 +591,7 @@ class App(MethodShortcuts):
         else:
             resp, label, req, exc = await self._run(method, path, request_cls, source, channel, t0)
         if has_body and (req is None or req._body is None):
-            resp = await self._unread_body(resp, req, request_cls, source, channel)
+            resp = await self._unread_body(resp, req, exc, request_cls, source, channel)
         return resp, label, req, exc
 
     async def _run(self, method: str, path: str, request_cls, source, channel, t0: float):
@@ -736,21 +739,35 @@ class App(MethodShortcuts):
         log.exception("unhandled error in %s %s", method, label, exc_info=e)
         return problem(500, "Internal Server Error", f"{type(e).__name__}: {e}" if self.debug else None)
 
-    async def _unread_body(self, resp, req, request_cls, source, channel):
+    async def _unread_body(self, resp, req, exc, request_cls, source, channel):
         """The request has a body that nobody read.  granian cannot reuse such a connection: it closes
         it after the response, and after a stream it does so without saying ``Connection: close``,
         so a keep-alive client sends its next request into a closing socket.  A success first drains
         a small body, and the connection stays usable.  An error, a body too big or too slow to drain,
         or a stream from a handler that has the request (its generator may still read the body) gets
-        ``Connection: close``."""
+        ``Connection: close``.  The request's DI scope is closed before the drain waits for the client:
+        what it holds (a pooled database connection) must not wait on a slow body; a handler that left
+        background tasks (they may use the scope after the response) gets ``Connection: close``."""
         if isinstance(resp, MountedApp):  # the mounted app reads the body itself
             return resp
         if resp.status < 400 and (req is None or isinstance(resp, Response)):
             if req is None:
                 req = request_cls(source, channel, _EMPTY, self.max_body, self)
+            elif req.di is not None:
+                if req.background is not None:
+                    return _closing(resp)
+                await self._close_scope(req, exc)  # _finish closes it again: a no-op
             if await req.drain(DRAIN_MAX, DRAIN_TIMEOUT):
                 return resp
         return _closing(resp)
+
+    @staticmethod
+    async def _close_scope(req, exc) -> None:
+        """The request's DI scope's teardown (a second call does nothing)."""
+        try:
+            await req.di.aclose(exc)
+        except Exception:
+            log.exception("request-scope teardown failed")
 
     @staticmethod
     async def _finish(req, exc) -> None:
@@ -759,10 +776,7 @@ class App(MethodShortcuts):
         if req.background is not None:
             await req.background.run()
         if req.di is not None:
-            try:
-                await req.di.aclose(exc)
-            except Exception:
-                log.exception("request-scope teardown failed")
+            await App._close_scope(req, exc)
         if req._form is not None:  # uploaded files: spooled temporary files are freed now
             try:
                 await req.close()

@@ -709,7 +709,7 @@ def _decode_json(decoder, body: bytes, content_type: str | None):
         return decoder.decode(body)
     except msgspec.ValidationError as e:
         raise ValidationFailed.from_msgspec(e, ["body"]) from None
-    except msgspec.DecodeError as e:
+    except (msgspec.DecodeError, UnicodeDecodeError) as e:  # msgspec: a string that is not UTF-8
         raise BadRequest(f"malformed JSON: {e}") from None
 
 

@@ -467,5 +467,5 @@ class Request:
             return msgspec.json.decode(body, type=type_)
         except msgspec.ValidationError as e:
             raise ValidationFailed.from_msgspec(e, ["body"]) from None
-        except msgspec.DecodeError as e:
+        except (msgspec.DecodeError, UnicodeDecodeError) as e:  # msgspec: a string that is not UTF-8
             raise BadRequest(f"malformed JSON: {e}") from None

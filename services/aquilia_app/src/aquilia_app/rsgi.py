@@ -209,7 +209,10 @@ async def serve_asgi(asgi_app, scope: dict, proto, body: bytes | None = None) ->
             if stream is None:
                 stream = proto.response_stream(start[0], start[1])
             if data:
-                await stream.send_bytes(data)
+                try:
+                    await stream.send_bytes(data)
+                except RuntimeError as e:  # granian's RSGIProtocolClosed: as uvicorn, an OSError (ASGI 2.4)
+                    raise OSError(f"the client went away: {e}") from None
             done = not more
 
     await asgi_app(scope, receive, send)
