@@ -703,3 +703,79 @@ def test_a_model_return_annotation_shapes_and_checks_the_response():
         assert client.get("/plain").json() == {"kept": True, "extra": 1}
         assert client.get("/stream").text == "a"
         assert client.get("/generator").text == "xy"
+
+
+def test_a_parameter_an_optional_part_leaves_out_is_none_in_the_handler():
+    """``/posts[/{page:int}]``: the variant without the parameter is a static path; the handler still
+    gets ``page=None`` (README: "a parameter that is left out is None"), never a 500."""
+    app = App()
+
+    @app.get("/posts[/{page:int}]")
+    async def posts(page: int | None):
+        return {"page": page}
+
+    @app.get("/a[/{x}]/b")
+    async def middle(request: Request, x: str | None = None):
+        return {"x": x, "params": request.path_params}
+
+    r = run(call(app, "GET", "/posts"))
+    assert r.status_code == 200 and r.json() == {"page": None}
+    assert run(call(app, "GET", "/posts/3")).json() == {"page": 3}
+    assert run(call(app, "HEAD", "/posts")).status_code == 200
+    assert run(call(app, "GET", "/a/b")).json() == {"x": None, "params": {"x": None}}
+    assert run(call(app, "GET", "/a/z/b")).json() == {"x": "z", "params": {"x": "z"}}
+
+
+def test_a_controllers_middleware_attribute_runs_around_each_of_its_routes():
+    """``class Admin(Controller): middleware = [...]`` (Litestar's controller attribute): around every route of
+    the class (and of a subclass), outside the route's own, inside ``app.controller(..., middleware=)``;
+    never silently ignored (an auth middleware there must not be skipped)."""
+    from aquilia_app import Middleware
+
+    class Mark(Middleware):
+        def __init__(self, name):
+            self.name = name
+
+        async def __call__(self, request, call_next):
+            resp = await call_next(request)
+            return resp.with_headers([("x-chain", f"{self.name}>{resp.header('x-chain') or ''}")], replace=True)
+
+    class Admin(Controller):
+        prefix = "/admin"
+        middleware = [Mark("class")]
+
+        @get("/a", middleware=[Mark("route")])
+        async def a(self):
+            return "a"
+
+    class SubAdmin(Admin):
+        prefix = "/sub"
+
+    app = App()
+    app.controller(Admin, middleware=[Mark("group")])
+    app.controller(SubAdmin)
+    assert run(call(app, "GET", "/admin/a")).headers["x-chain"] == "group>class>route>"
+    assert run(call(app, "GET", "/sub/a")).headers["x-chain"] == "class>route>"
+
+
+def test_the_reference_apps_location_keeps_the_root_path(tmp_path):
+    """Behind ``--root-path /api`` the app's URLs hold the root path (README, "Root path"): so does the
+    ``Location`` of ``POST /items``, which the client follows to the new item."""
+    from aquilia_app.app import create_app
+
+    app = create_app(str(tmp_path / "items.db"), metrics=False)
+
+    async def main():
+        await app.startup()
+        try:
+            transport = httpx.ASGITransport(app=app, root_path="/api")
+            async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+                r = await c.post("/api/items", json={"name": "a", "price": 1})
+                assert r.status_code == 201 and r.headers["location"] == f"/api/items/{r.json()['id']}"
+                assert (await c.get(r.headers["location"])).json() == r.json()
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+                r = await c.post("/items", json={"name": "b", "price": 2})
+                assert r.headers["location"] == f"/items/{r.json()['id']}"
+        finally:
+            await app.shutdown()
+    run(main())

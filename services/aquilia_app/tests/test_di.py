@@ -425,3 +425,71 @@ def test_only_request_scoped_providers_take_the_request():
     c.compile()
     with pytest.raises(MissingDependency, match="given by a request"):
         run(c.request_scope().resolve(User))  # a scope made outside a request has no request
+
+
+@pytest.mark.parametrize("failure", [None, ValueError("handler failed")])
+def test_a_sync_generator_provider_yields_its_value_and_tears_down(failure):
+    """FastAPI's ``def get_db(): db = ...; try: yield db; finally: db.close()``: the value is what it yields
+    (never the generator object), its teardown runs when the scope closes and sees the scope's error."""
+    from contextlib import contextmanager
+
+    seen = []
+
+    def conn():
+        try:
+            yield "conn"
+            seen.append("committed")
+        except ValueError as e:
+            seen.append(f"rolled back: {e}")
+            raise
+        finally:
+            seen.append("released")
+
+    @contextmanager
+    def managed():
+        yield "managed"
+        seen.append("managed out")
+
+    async def main():
+        scope = _scope_with(conn)
+        assert await scope.resolve(str) == "conn"
+        await scope.aclose(failure)
+        c = Container()
+        c.register(bytes, managed, scope=REQUEST)
+        c.compile()
+        scope = c.request_scope()
+        assert await scope.resolve(bytes) == "managed"
+        await scope.aclose()
+    run(main())
+    assert seen == (["committed", "released"] if failure is None else ["rolled back: handler failed", "released"]) \
+        + ["managed out"]
+
+
+def test_a_sync_generator_provider_in_a_handler():
+    from aquilia_app import App
+    from aquilia_app.testclient import TestClient
+
+    class DB:
+        pass
+
+    events = []
+
+    def get_db():
+        db = DB()
+        events.append("open")
+        try:
+            yield db
+        finally:
+            events.append("close")
+
+    c = Container()
+    c.register(DB, get_db, scope=REQUEST)
+    app = App(container=c)
+
+    @app.get("/db")
+    async def handler(db: DB):
+        return {"type": type(db).__name__}
+
+    with TestClient(app) as client:
+        assert client.get("/db").json() == {"type": "DB"}
+    assert events == ["open", "close"]

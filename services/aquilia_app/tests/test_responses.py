@@ -593,3 +593,45 @@ def test_sse_client_leaving_closes_the_source(server):
             break
         assert time.monotonic() < deadline, state
         time.sleep(0.05)
+
+
+def test_starlettes_argument_and_attribute_names():
+    """Code written for Starlette/FastAPI - ``JSONResponse(status_code=404, content={...})`` in an exception
+    handler, ``RedirectResponse(url=..., status_code=303)``, ``response.status_code`` in a middleware - works
+    as it is, instead of a TypeError (a 500) or an AttributeError."""
+    from aquilia_app import App, Middleware
+    from aquilia_app.testclient import TestClient
+
+    r = JSONResponse(status_code=404, content={"message": "gone"})
+    assert (r.status, r.status_code, r.body) == (404, 404, b'{"message":"gone"}')
+    assert JSONResponse(content=None).body == b"null"
+    assert HTMLResponse(content="<b>x</b>", status_code=418).status_code == 418
+    assert Response.text(content="hi", status_code=201).body == b"hi"
+    r = RedirectResponse(url="/next", status_code=303)
+    assert r.status_code == 303 and r.header("location") == "/next"
+    with pytest.raises(TypeError):
+        JSONResponse({"a": 1}, content={"a": 1}, status_code=200)
+    r = Response.json({"a": 1})
+    r.status_code = 202
+    assert r.status == 202 and r.raw_headers[1] == (b"content-length", b"7")
+    assert StreamingResponse([]).status_code == 200
+
+    class Status(Middleware):
+        async def __call__(self, request, call_next):
+            resp = await call_next(request)
+            return resp.with_headers([("x-status", str(resp.status_code))])
+
+    app = App()
+    app.add_middleware(Status())
+
+    @app.exception_handler(KeyError)
+    async def missing(request, exc):
+        return JSONResponse(status_code=404, content={"message": f"no {exc}"})
+
+    @app.get("/thing")
+    async def thing():
+        raise KeyError("thing")
+
+    with TestClient(app) as client:
+        r = client.get("/thing")
+        assert r.status_code == 404 and r.json() == {"message": "no 'thing'"} and r.headers["x-status"] == "404"

@@ -342,3 +342,60 @@ def test_a_head_response_has_headers_and_no_body():
         get, head = client.get("/hello"), client.head("/hello")
     assert head.status_code == 200 and head.content == b""
     assert head.headers["content-length"] == get.headers["content-length"] == str(len(get.content))
+
+
+@pytest.mark.parametrize("where", ["hook", "lifespan"])
+def test_a_failed_shutdown_is_reported_after_every_step_ran(where):
+    """As Starlette: a shutdown hook or lifespan exit that raises is reported to the server
+    (``lifespan.shutdown.failed``), so ``TestClient`` raises at the end of its block; the other hooks and
+    the providers' teardowns still run."""
+    from aquilia_app import Container
+
+    events = []
+
+    async def pool():
+        yield "pool"
+        events.append("pool closed")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        yield
+        events.append("lifespan out")
+        if where == "lifespan":
+            raise RuntimeError("lifespan exit failed")
+
+    c = Container()
+    c.register(str, pool)
+    app = App(container=c, lifespan=lifespan)
+
+    @app.on_shutdown
+    def first_registered():
+        events.append("last hook")
+
+    @app.on_shutdown
+    def second_registered():
+        if where == "hook":
+            raise RuntimeError("flush failed")
+
+    with pytest.raises(RuntimeError, match="shutdown failed: RuntimeError: (flush|lifespan exit) failed"):
+        with TestClient(app):
+            pass
+    assert events == ["lifespan out", "last hook", "pool closed"]
+
+
+def test_one_client_runs_several_with_blocks_and_serves_between_them():
+    """As Starlette's TestClient: a module-level ``client = TestClient(app)`` used as ``with client:`` by
+    every test runs start-up and shutdown each time, keeps its cookies, and serves requests outside."""
+    events = []
+    app = _http_app()
+    app.on_startup(lambda: events.append("startup"))
+    app.on_shutdown(lambda: events.append("shutdown"))
+    client = TestClient(app)
+    with client:
+        assert client.get("/login").status_code == 200
+    with client as again:
+        assert again is client
+        assert client.get("/whoami").json() == {"sid": "abc123"}
+    assert events == ["startup", "shutdown"] * 2
+    assert client.get("/hello").json() == {"hello": "world"}
+    client.close()

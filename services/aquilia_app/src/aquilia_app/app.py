@@ -32,6 +32,7 @@ from .metrics import Metrics, metrics_response
 from .query import Q, insert_sql
 from .requests import Request
 from .responses import CT_JSON, CT_TEXT, Response, StreamingResponse
+from .routing import encode_path
 from .sessions import SessionMiddleware
 from .templates import Templates
 from .websockets import WebSocket
@@ -169,7 +170,7 @@ class ItemsController(Controller):
     @post("", status=201)
     async def create(self, body: ItemIn, request: Request):
         item = await self.repo.create(body)
-        return Response.json(item, 201, [("location", request_app(request).url_for("item", id=item["id"]))])
+        return Response.json(item, 201, [("location", item_location(request, item["id"]))])
 
     @get("/{id:int|min=1}", name="item")
     async def read(self, id: int):
@@ -193,6 +194,15 @@ class ItemsController(Controller):
 
 def request_app(request: Request) -> App:
     return request.app
+
+
+def item_location(request: Request, item_id: int) -> str:
+    """``/items/{id}``, behind the root path the app is served under (``--root-path``), as its other URLs."""
+    path = request_app(request).url_for("item", id=item_id)
+    full, routed = request.path, request.route_path
+    if len(full) == len(routed):  # no root path (always so through RSGI)
+        return path
+    return encode_path(full[:len(full) - len(routed)]) + path
 
 
 def _env_number(name: str, default, kind=int):

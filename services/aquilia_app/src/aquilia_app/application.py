@@ -237,7 +237,8 @@ class App(MethodShortcuts):
         """Register a controller's routes under ``prefix`` + its own ``prefix``, with ``middleware``
         (a route group's) around each route's own and ``tags`` (a group's) in the OpenAPI document."""
         prefix = join_prefix(prefix, getattr(cls, "prefix", "") or "")
-        middleware = route_middleware(middleware)
+        # a group's middleware, then the class's own (its ``middleware`` attribute, as Litestar's controllers)
+        middleware = route_middleware(middleware) + route_middleware(getattr(cls, "middleware", None) or ())
         tags = route_docs(tags=tags)["tags"]
         found = controller_routes(cls)
         if not found:
@@ -430,22 +431,29 @@ class App(MethodShortcuts):
         self._stopped = True
         cm, self._lifespan_cm = self._lifespan_cm, None
         self.lifespan_state = None
+        failure = None  # the first step that failed: every step still runs, then it is raised (lifespan.shutdown.failed)
         if cm is not None:
             try:
                 await cm.__aexit__(None, None, None)
-            except Exception:
+            except Exception as e:
                 log.exception("the lifespan's exit failed")
+                failure = e
         for hook in reversed(self._shutdown_hooks):
             try:
                 r = hook()
                 if inspect.isawaitable(r):
                     await r
-            except Exception:
+            except Exception as e:
                 log.exception("shutdown hook failed")
+                failure = failure or e
         if self.metrics is not None:
             await self.metrics.stop()
-        await self.container.shutdown()
-        self._controllers.clear()
+        try:
+            await self.container.shutdown()
+        finally:
+            self._controllers.clear()
+        if failure is not None:
+            raise failure
 
     async def __call__(self, scope, receive, send) -> None:
         await self._asgi(scope, receive, send)
@@ -457,7 +465,10 @@ class App(MethodShortcuts):
 
     def __rsgi_del__(self, loop) -> None:
         """granian calls this in each worker after its loop stopped."""
-        loop.run_until_complete(self.shutdown())
+        try:
+            loop.run_until_complete(self.shutdown())
+        except Exception:
+            log.exception("shutdown failed")
 
     async def __rsgi__(self, scope, proto) -> None:
         if not self._started:
@@ -608,7 +619,7 @@ class App(MethodShortcuts):
             hit = slot.get(method)
             if hit is not None:
                 route = hit[0]
-                params = _EMPTY
+                params = hit[1]  # {} - or None for each parameter an optional part leaves out
         if route is None:
             m = self.router.match(method, path)
             route = m.route

@@ -68,9 +68,11 @@ _ROUTES_ATTR = "__aquilia_routes__"
 
 
 class Controller:
-    """Base class of controllers.  ``prefix`` is prepended to every route pattern."""
+    """Base class of controllers.  ``prefix`` is prepended to every route pattern; ``middleware`` (native
+    middleware) runs around each of its routes, outside each route's own."""
 
     prefix: str = ""
+    middleware: tuple = ()
 
 
 def route(pattern: str, methods=("GET",), *, name: str | None = None, status: int = 200, middleware=(), **docs):

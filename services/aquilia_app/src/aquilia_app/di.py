@@ -1,8 +1,9 @@
 """Dependency injection: a container with singleton, app and request scopes.
 
 * A provider is a class (its ``__init__`` annotations name its dependencies), a sync or async function
-  (its parameter annotations name the dependencies), an async generator function or an
-  ``@asynccontextmanager`` function (teardown runs when the owning scope closes), or a ready value.
+  (its parameter annotations name the dependencies), a sync or async generator function or a
+  ``@contextmanager`` / ``@asynccontextmanager`` function (teardown runs when the owning scope closes),
+  or a ready value.
 * ``compile()`` runs once at start-up: it resolves every dependency token, rejects unknown tokens,
   cycles and scope violations (a longer-lived provider may not depend on a shorter-lived one), and
   builds a resolve plan per token: ``(kind, factory, deps, scope)``.
@@ -15,6 +16,7 @@ application start-up, closed at shutdown) and ``request``.
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import typing
 from types import AsyncGeneratorType
@@ -97,11 +99,49 @@ class _Provider:
 def _kind_of(factory) -> int:
     if inspect.isasyncgenfunction(factory):
         return _GEN
-    if getattr(factory, "__wrapped__", None) is not None and inspect.isasyncgenfunction(factory.__wrapped__):
+    wrapped = getattr(factory, "__wrapped__", None)
+    if wrapped is not None and inspect.isasyncgenfunction(wrapped):
         return _CM  # @asynccontextmanager
     if inspect.iscoroutinefunction(factory):
         return _ASYNC
+    if inspect.isgeneratorfunction(factory) or (wrapped is not None and inspect.isgeneratorfunction(wrapped)):
+        return _CM  # a sync generator (FastAPI's ``def get_db(): yield db``) or @contextmanager: see _factory_of
     return _SYNC
+
+
+class _SyncCM:
+    """A sync context manager driven as an async one (the teardown of a sync generator provider)."""
+
+    __slots__ = ("_cm",)
+
+    def __init__(self, cm):
+        self._cm = cm
+
+    async def __aenter__(self):
+        return self._cm.__enter__()
+
+    async def __aexit__(self, et, e, tb):
+        return self._cm.__exit__(et, e, tb)
+
+
+def _factory_of(factory, kind: int):
+    """The callable a plan calls: a sync generator function (or ``@contextmanager``) becomes one returning
+    an async context manager, so that its code after ``yield`` runs at teardown, with the scope's error
+    raised at the ``yield`` as for an async generator."""
+    if kind != _CM:
+        return factory
+    wrapped = getattr(factory, "__wrapped__", None)
+    if inspect.isgeneratorfunction(factory):
+        cm_factory = contextlib.contextmanager(factory)
+    elif wrapped is not None and inspect.isgeneratorfunction(wrapped) and not inspect.isasyncgenfunction(wrapped):
+        cm_factory = factory  # already a @contextmanager
+    else:
+        return factory
+
+    def sync_cm(**kwargs):
+        return _SyncCM(cm_factory(**kwargs))
+    sync_cm.__qualname__ = getattr(factory, "__qualname__", "provider")
+    return sync_cm
 
 
 class Container:
@@ -124,7 +164,7 @@ class Container:
             raise DIError(f"provider for {token!r} is not callable; use value()")
         kind = _kind_of(factory)
         deps = dependencies_of(factory)
-        self._providers[token] = _Provider(token, factory, scope, kind, deps)
+        self._providers[token] = _Provider(token, _factory_of(factory, kind), scope, kind, deps)
         return factory
 
     def request_value(self, token) -> None:
@@ -172,7 +212,8 @@ class Container:
         if value is not _MISSING:
             new = _Provider(token, value, old.scope, _VALUE, ())
         elif callable(factory):
-            new = _Provider(token, factory, old.scope, _kind_of(factory), dependencies_of(factory))
+            kind = _kind_of(factory)
+            new = _Provider(token, _factory_of(factory, kind), old.scope, kind, dependencies_of(factory))
         else:
             raise DIError(f"override of {_name(token)} needs a callable provider or value=")
         self._swap(token, new)

@@ -250,6 +250,22 @@ _URL_SAFE = ":/?#[]@!$&'()*+,;=%~"
 _STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
+_NOTHING: Any = object()  # an argument not given
+
+
+def _starlette_names(value, status: int, content, status_code, empty):
+    """``(value, status)`` from the positional names or Starlette's ``content=`` / ``status_code=``."""
+    if content is not _NOTHING:
+        if value is not _NOTHING:
+            raise TypeError("give the content once: positionally or as content=")
+        value = content
+    if value is _NOTHING:
+        if empty is None:
+            raise TypeError("Response.json() needs the object to send (or content=)")
+        value = empty
+    return value, (status if status_code is None else status_code)
+
+
 def _class_media_type(cls) -> bytes:
     """The ``media_type`` a ``Response`` subclass declares as a class attribute, else text/plain."""
     declared = getattr(cls, "media_type", None)
@@ -295,21 +311,44 @@ class Response(_HeaderOps):
             self._raw = raw
         return raw
 
+    # ``content=`` and ``status_code=`` are Starlette's names, for keywords (``JSONResponse(content=..., status_code=404)``);
+    # not keyword-only: that would cost every call about 70 ns
     @classmethod
-    def json(cls, obj: Any, status: int = 200, headers=None) -> "Response":
+    def json(cls, obj: Any = _NOTHING, status: int = 200, headers=None, content: Any = _NOTHING,
+             status_code: int | None = None) -> "Response":
+        if obj is _NOTHING or status_code is not None:  # Starlette's names (keywords): off the usual path
+            obj, status = _starlette_names(obj, status, content, status_code, None)
         return cls(json_bytes(obj), status, headers, CT_JSON)
 
     @classmethod
-    def text(cls, text: str, status: int = 200, headers=None) -> "Response":
+    def text(cls, text: str = _NOTHING, status: int = 200, headers=None, content: str = _NOTHING,
+             status_code: int | None = None) -> "Response":
+        if text is _NOTHING or status_code is not None:  # Starlette's names (keywords): off the usual path
+            text, status = _starlette_names(text, status, content, status_code, "")
         return cls(text.encode(), status, headers, CT_TEXT)
 
     @classmethod
-    def html(cls, html: str, status: int = 200, headers=None) -> "Response":
+    def html(cls, html: str = _NOTHING, status: int = 200, headers=None, content: str = _NOTHING,
+             status_code: int | None = None) -> "Response":
+        if html is _NOTHING or status_code is not None:  # Starlette's names (keywords): off the usual path
+            html, status = _starlette_names(html, status, content, status_code, "")
         return cls(html.encode(), status, headers, CT_HTML)
 
+    @property
+    def status_code(self) -> int:
+        """``status`` under Starlette's name."""
+        return self.status
+
+    @status_code.setter
+    def status_code(self, value: int) -> None:
+        self.status = value
+        self._raw = None
+
     @classmethod
-    def redirect(cls, url: str, status: int = 307, headers=None) -> "Response":
+    def redirect(cls, url: str, status: int = 307, headers=None, status_code: int | None = None) -> "Response":
         """A redirect to ``url`` (301, 302, 303, 307 or 308), the URL percent-encoded where needed."""
+        if status_code is not None:
+            status = status_code
         if status not in _REDIRECTS:
             raise ValueError(f"a redirect status is one of 301, 302, 303, 307, 308, not {status!r}")
         if not isinstance(url, str) or not url:
@@ -376,6 +415,15 @@ class PerRequestResponse(_HeaderOps):
 
     def header(self, name: str) -> str | None:
         return _find_header(self.raw_headers, name)
+
+    @property
+    def status_code(self) -> int:
+        """``status`` under Starlette's name."""
+        return self.status
+
+    @status_code.setter
+    def status_code(self, value: int) -> None:
+        self.status = value
 
     def add_header(self, name: str, value: str) -> None:
         self.raw_headers.append(_header_pair(name, value))

@@ -12,6 +12,7 @@
 """
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any, Iterable
 from urllib.parse import quote
 
@@ -154,7 +155,9 @@ class Router:
                 if not names:
                     path = "/" + "/".join(variant)
                     slot = self._static.setdefault(path, {})
-                    self._put(slot, route, names, path)
+                    # a static slot holds (route, params): the parameters its optional parts leave out are None
+                    self._put(slot, route, dict.fromkeys(route.parsed.params) if route.parsed.params else _EMPTY,
+                              path)
                     continue
                 node = self._root
                 for k, seg in enumerate(variant):
@@ -212,11 +215,11 @@ class Router:
         if slot is not None:
             hit = slot.get(method)
             if hit is not None:
-                return Match(hit[0], _EMPTY)
+                return Match(hit[0], hit[1])
             if method == "HEAD":
                 hit = slot.get("GET")
                 if hit is not None:
-                    return Match(hit[0], _EMPTY)
+                    return Match(hit[0], hit[1])
         segs = path[1:].split("/")
         values: list = []
         hit = _walk(self._root, segs, 0, len(segs), method, values)
@@ -260,7 +263,7 @@ class Router:
                     continue
                 value = params[part.name]
                 text = str(value).lower() if isinstance(value, bool) else str(value)
-                if part.cast(text) is NO:
+                if part.cast(text) is NO and (not isinstance(value, float) or part.cast(text := _positional(text)) is NO):
                     raise URLBuildError(
                         f"value {value!r} for {part.name!r} does not match {part.type} {dict(part.constraints) or ''}".rstrip()
                     )
@@ -271,6 +274,14 @@ class Router:
         raise URLBuildError(
             f"route {name!r} ({route.pattern!r}) has no form with exactly the parameters {sorted(given)!r}"
         )
+
+
+def _positional(text: str) -> str:
+    """A float's text without an exponent (``1e-05`` -> ``0.00001``), which a ``float`` segment takes."""
+    try:
+        return format(Decimal(text), "f")
+    except ArithmeticError:
+        return text
 
 
 def _url_forms(route) -> list[tuple[frozenset, list]]:

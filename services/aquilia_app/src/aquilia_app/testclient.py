@@ -463,15 +463,19 @@ class TestClient(httpx.Client):
         self._lifespan: _Lifespan | None = None
         super().__init__(base_url=base_url, transport=self._asgi, **httpx_options)
 
+    # ``with`` does not open or close the httpx client (as Starlette's TestClient): a client may run several
+    # ``with`` blocks in turn (a module-level client under a per-test fixture), and serves requests between
+    # and after them (without start-up); ``close()`` ends it for good.
     def __enter__(self) -> "TestClient":
-        super().__enter__()
+        if self._lifespan is not None:
+            raise RuntimeError("this TestClient's with block is already open")
         lifespan = _Lifespan(self.app)
         portal = self._asgi.portal
         portal.submit(lifespan.run())
         try:
             lifespan.check("startup", portal.call(lifespan.step("startup"), APP_EXIT_TIMEOUT))
         except BaseException:
-            super().__exit__(None, None, None)
+            self._asgi.close()
             raise
         self._lifespan = lifespan
         return self
@@ -483,7 +487,7 @@ class TestClient(httpx.Client):
                 reply = self._asgi.portal.call(lifespan.step("shutdown"), APP_EXIT_TIMEOUT)
                 lifespan.check("shutdown", reply)
         finally:
-            super().__exit__(exc_type, exc, tb)
+            self._asgi.close()  # this run's event loop: the next block (or request) gets a new one
 
     def websocket_connect(self, url: str, subprotocols=None, headers=None,
                           timeout: float | None = 10.0) -> WebSocketTestSession:
