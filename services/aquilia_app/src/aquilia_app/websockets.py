@@ -483,8 +483,8 @@ def _reason(msg: dict) -> str:
 
 # -- an ASGI app on a WebSocket ------------------------------------------------------------------
 class ClientDisconnected(OSError):
-    """A mounted app sent on a WebSocket whose client is gone (an ``OSError``, as uvicorn's own, which
-    Starlette turns into its ``WebSocketDisconnect``)."""
+    """An ASGI app on a ``WebSocketBridge`` sent to a client that is gone (an ``OSError``, as uvicorn's
+    own, which Starlette turns into its ``WebSocketDisconnect``)."""
 
 
 class _Denial(NamedTuple):
@@ -590,7 +590,7 @@ async def _serve_asgi_app(asgi_app, ws: WebSocket) -> None:
 async def _serve(app, ws: WebSocket, route) -> None:
     exc = None
     try:
-        for hook in getattr(app, "_ws_hooks", ()):  # app-wide native middleware that sees handshakes
+        for hook in app._ws_hooks:  # app-wide native middleware that sees handshakes
             await hook(ws)
         if route is None:
             raise NotFound("no WebSocket route matches this path")
