@@ -213,6 +213,20 @@ def test_static_not_found(server, path):
     assert r.status_code == 404 and r.headers["content-type"] == "application/problem+json"
 
 
+def test_static_name_holding_a_percent_escape(server, tmp_path):
+    """A file named ``%2e%2e`` is reached by ``%252e%252e`` on every server and in process (the TestClient
+    decoded the path twice and answered 404)."""
+    _, c, base, _ = server
+    r = c.get("/static/%252e%252e")
+    assert (r.status_code, r.content) == (200, b"a file named %2e%2e")
+    make_tree(str(tmp_path))
+    app = App()
+    app.mount("/static", StaticFiles(str(tmp_path / "public")))
+    with TestClient(app) as local:
+        r = local.get("/static/%252e%252e")
+        assert (r.status_code, r.content) == (200, b"a file named %2e%2e")
+
+
 def test_static_html_mode(server):
     _, c, _, _ = server
     r = c.get("/site/sub/")

@@ -47,6 +47,23 @@ def edge(request):
             yield port, client
 
 
+@pytest.mark.parametrize("server", list(GRANIAN))
+def test_a_raw_non_ascii_query_reads_the_same_on_every_front_end(server):
+    """granian passes raw UTF-8 bytes in a query (uvicorn refuses them with 400).  Through RSGI they arrive
+    as text; through ASGI as bytes, which were read as latin-1 ("\u00e9" became "\u00c3\u00a9" in ``url`` and in
+    the trailing-slash redirect's Location).  Both front ends must give the same URL and redirect."""
+    with running_server("--app", "edge_app:app", *GRANIAN[server]) as (port, _):
+        with _connect(port) as s:
+            s.sendall(b"GET /whoami?a=\xc3\xa9&b=\xe2\x82\xac HTTP/1.1\r\nHost: t\r\n\r\n")
+            status, _, body = read_response(s)
+        assert status == 200, body
+        assert orjson.loads(body)["url"] == "http://t/whoami?a=\u00e9&b=\u20ac"
+        with _connect(port) as s:
+            s.sendall(b"GET /whoami/?a=\xc3\xa9 HTTP/1.1\r\nHost: t\r\n\r\n")
+            status, headers, _ = read_response(s)
+        assert (status, headers["location"]) == (307, "/whoami?a=%C3%A9")
+
+
 # -- a request-scoped DB connection is taken only once the body is in ------------------------------
 
 def test_trickled_uploads_do_not_starve_the_pool():
@@ -256,3 +273,20 @@ def test_a_handler_sees_the_client_leave_on_uvicorn():
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
             _leave_while_waiting(port, client)
             assert client.get("/until-gone?seconds=0.5").json() == {"gone": False}
+
+
+@pytest.mark.parametrize("server", list(EVERY_SERVER) + ["testclient"])
+def test_a_header_name_outside_latin1_is_absent_on_every_front_end(server):
+    """``request.header(name)`` with a name no header can have ("\u20ac"): the default, as through RSGI -
+    not a UnicodeEncodeError (500) from the ASGI request's scan."""
+    if server == "testclient":
+        import edge_app
+        from aquilia_app.testclient import TestClient
+
+        with TestClient(edge_app.app) as c:
+            r = c.get("/header/%E2%82%AC")
+            assert (r.status_code, r.json()) == (200, {"scan": None, "indexed": None, "all": []})
+        return
+    with running_server("--app", "edge_app:app", *EVERY_SERVER[server]) as (port, _):
+        r = httpx.get(f"http://127.0.0.1:{port}/header/%E2%82%AC", timeout=10)
+        assert (r.status_code, r.json()) == (200, {"scan": None, "indexed": None, "all": []})

@@ -31,6 +31,15 @@ def test_adapter_delivers_the_body_and_an_asgi_scope(mw_server):
     assert r.headers["x-client-is-tuple"] == "True" and r.headers["x-stamp"] == "outer"
 
 
+def test_adapter_takes_a_raw_non_ascii_query(mw_server):
+    """granian passes raw UTF-8 query bytes (a non-browser client's); the adapter's ASGI scope holds them as
+    sent, as granian's ASGI does: no 500 for "€", no "é" turned into a byte that is not UTF-8."""
+    port, _ = mw_server
+    for query in (b"a=\xe2\x82\xac", b"a=\xc3\xa9"):
+        raw = raw_request(port, b"GET /hello?" + query + b" HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        assert status_of(raw) == 200 and b"x-stamp: outer" in raw.lower(), raw[:300]
+
+
 def test_adapter_streams_and_keeps_the_connection(mw_server):
     _, c = mw_server
     for _ in range(3):  # the same keep-alive connection

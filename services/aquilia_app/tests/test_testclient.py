@@ -59,6 +59,20 @@ def test_get_post_json_and_query():
         assert client.get("/nope").status_code == 404
 
 
+@pytest.mark.parametrize("raw,seen", [("a%2520b", "a%20b"), ("%252e%252e", "%2e%2e"), ("100%25", "100%"),
+                                       ("caf%C3%A9", "caf\u00e9"), ("a%2Fb", "a/b")])
+def test_the_path_is_percent_decoded_once(raw, seen):
+    """As every server decodes it (uvicorn, granian: ``%2520`` is ``%20``, never a space)."""
+    app = App()
+
+    @app.get("/echo/{rest:path}")
+    async def echo(request: Request, rest: str):
+        return {"rest": rest, "path": request.path}
+
+    with TestClient(app) as client:
+        assert client.get(f"/echo/{raw}").json() == {"rest": seen, "path": f"/echo/{seen}"}
+
+
 def test_cookies_are_kept_across_requests():
     with TestClient(_http_app()) as client:
         assert client.get("/whoami").json() == {"sid": None}

@@ -239,7 +239,10 @@ class Request:
         several times is its values joined with ", ", as ``headers.get`` gives it (RFC 9110 5.3)."""
         if self._headers is not None:
             return self._headers.get(name, default)
-        nb = name.lower().encode("latin-1")
+        try:
+            nb = name.lower().encode("latin-1")
+        except UnicodeEncodeError:  # no header has such a name (RSGIRequest.header gives the default too)
+            return default
         found = None
         for k, v in self.scope["headers"]:
             if k == nb:
@@ -258,8 +261,15 @@ class Request:
     # ``_query_multi`` and ``_cookies`` are left unset by __init__ (a request that never uses them pays
     # nothing): the first access finds no attribute and builds the value.
     def _raw_query(self) -> str:
-        """The query string as text: the one thing each front end reads its own way."""
-        return self.scope.get("query_string", b"").decode("latin-1")
+        """The query string as text: the one thing each front end reads its own way.  Raw bytes above
+        ASCII (a client that did not percent-encode; granian passes them) are read as UTF-8, as granian's
+        RSGI gives them, so ``query``, ``url`` and redirects agree on every front end; bytes that are not
+        UTF-8 fall back to latin-1 (never an error)."""
+        qs = self.scope.get("query_string", b"")
+        try:
+            return qs.decode()
+        except UnicodeDecodeError:
+            return qs.decode("latin-1")
 
     @property
     def query_string(self) -> str:

@@ -66,7 +66,9 @@ def asgi_scope(rscope, app=None) -> dict:
         "scheme": rscope.scheme,
         "path": rscope.path,
         "raw_path": rscope.path.encode(),
-        "query_string": qs.encode("latin-1") if qs else b"",
+        # granian decodes the query as UTF-8 (it refuses bytes that are not): encoding it back gives the bytes
+        # the client sent, as an ASGI server passes them (latin-1 failed on "€" and mangled "é")
+        "query_string": qs.encode() if qs else b"",
         "root_path": "",
         "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in rscope.headers.items()],
         "client": _addr(rscope.client),

@@ -41,7 +41,6 @@ import concurrent.futures
 import os
 import threading
 from typing import Any
-from urllib.parse import unquote
 
 import httpx
 import orjson
@@ -272,7 +271,7 @@ def _scope(request: httpx.Request, kind: str, client: tuple) -> dict:
         "asgi": _ASGI,
         "http_version": "1.1",
         "scheme": url.scheme,
-        "path": unquote(url.path),
+        "path": url.path,  # httpx's path is percent-decoded already: decoding again read "%2520" as " "
         "raw_path": url.raw_path.split(b"?", 1)[0],
         "query_string": url.query,
         "root_path": "",

@@ -108,9 +108,9 @@ class TrustedHostMiddleware(Middleware):
 
 def _redirect(request, authority: str) -> Response:
     scope = request.scope  # ASGI-shaped on both front ends: only on this rare path
-    query = scope.get("query_string") or b""
+    query = request.query_string  # text as every front end reads it (Request._raw_query)
     # the path re-encoded: a decoded "%3F" or "%25" in it must not become a query or an escape
     url = f"{scope.get('scheme', 'http')}://{authority}{encode_path(request.path)}"
     if query:
-        url += "?" + query.decode("latin-1")
+        url += "?" + query
     return Response.redirect(url, 301 if request.method in ("GET", "HEAD") else 308)
