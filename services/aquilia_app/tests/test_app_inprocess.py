@@ -779,3 +779,15 @@ def test_the_reference_apps_location_keeps_the_root_path(tmp_path):
         finally:
             await app.shutdown()
     run(main())
+
+
+@pytest.mark.parametrize("name,value", [("AQUILIA_APP_BODY_TIMEOUT", "-1"), ("AQUILIA_APP_BODY_TIMEOUT", "nan"),
+                                        ("AQUILIA_APP_MAX_BODY", "-5"), ("AQUILIA_APP_POOL", "abc")])
+def test_the_reference_app_refuses_a_bad_setting_by_name(tmp_path, monkeypatch, name, value):
+    """A bad AQUILIA_APP_* value stops the worker with a message naming the variable (as the CLI's
+    options are refused), never a traceback from deep inside App()."""
+    from aquilia_app.app import create_app
+
+    monkeypatch.setenv(name, value)
+    with pytest.raises(SystemExit, match=name):
+        create_app(str(tmp_path / "items.db"), metrics=False)

@@ -338,3 +338,31 @@ async def test_mount_serves_every_path_under_the_prefix():
     assert bare.status_code == 307 and bare.headers["location"] == "/files/?x=1&y=%2F"
     with pytest.raises(ValueError):
         App().mount("/", files)
+
+
+async def test_the_extra_http_exceptions_are_raised_as_the_others():
+    """README: ``ServiceUnavailable`` (503 with ``Retry-After``) and ``RequestTimeout`` (408) join the other
+    ``HTTPException``s - a handler raises them without arguments."""
+    from aquilia_app import RequestTimeout, ServiceUnavailable
+
+    app = App()
+
+    @app.get("/408")
+    async def slow():
+        raise RequestTimeout()
+
+    @app.get("/408-detail")
+    async def slow_detail():
+        raise RequestTimeout(detail="the upstream took too long")
+
+    @app.get("/503")
+    async def busy():
+        raise ServiceUnavailable()
+
+    r = await call(app, "GET", "/408")
+    assert r.status_code == 408 and r.headers["content-type"] == "application/problem+json"
+    assert r.json()["title"] == "Request Timeout"
+    assert (await call(app, "GET", "/408-detail")).json()["detail"] == "the upstream took too long"
+    r = await call(app, "GET", "/503")
+    assert r.status_code == 503 and r.headers["retry-after"] == "1"
+    assert str(RequestTimeout(2.5)) == "408 Request Timeout: the request body was not received within 2.5 s"

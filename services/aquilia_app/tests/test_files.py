@@ -43,15 +43,20 @@ def test_whole_file(server, path):
     assert r.headers["last-modified"] == formatdate(int(st_.st_mtime), usegmt=True)
 
 
-def test_if_none_match(server):
+# /file-plain: FileResponse(path) without request=, as Starlette's is written: the app negotiates for it
+BOTH = pytest.mark.parametrize("path", ["/file", "/file-plain"])
+
+
+@BOTH
+def test_if_none_match(server, path):
     _, c, _, _ = server
-    etag = c.get("/file").headers["etag"]
+    etag = c.get(path).headers["etag"]
     strong_form = etag[2:]  # weak comparison: W/"x" and "x" match
     for value in (etag, strong_form, f'"other", {etag}', "*"):
-        r = c.get("/file", headers={"if-none-match": value})
+        r = c.get(path, headers={"if-none-match": value})
         assert r.status_code == 304 and r.content == b"", value
         assert r.headers["etag"] == etag and "last-modified" in r.headers
-    r = c.get("/file", headers={"if-none-match": '"other"'})
+    r = c.get(path, headers={"if-none-match": '"other"'})
     assert r.status_code == 200 and len(r.content) == BIG_SIZE
 
 
@@ -74,18 +79,20 @@ def test_if_modified_since(server):
     ("bytes=0-99999999999", 0, BIG_SIZE), ("bytes=-999999999", 0, BIG_SIZE), ("Bytes = 5-5", 5, 6),
     ("bytes=65530-131080", 65530, 131081),  # across chunk boundaries
 ])
-def test_single_range(server, spec, start, end):
+@BOTH
+def test_single_range(server, spec, start, end, path):
     _, c, _, _ = server
-    r = c.get("/file", headers={"range": spec})
+    r = c.get(path, headers={"range": spec})
     assert r.status_code == 206 and r.content == BIG[start:end]
     assert r.headers["content-range"] == f"bytes {start}-{end - 1}/{BIG_SIZE}"
     assert r.headers["content-length"] == str(end - start)
 
 
 @pytest.mark.parametrize("spec", [f"bytes={BIG_SIZE}-", f"bytes={BIG_SIZE + 5}-{BIG_SIZE + 9}", "bytes=-0"])
-def test_unsatisfiable_range(server, spec):
+@BOTH
+def test_unsatisfiable_range(server, spec, path):
     _, c, _, _ = server
-    r = c.get("/file", headers={"range": spec})
+    r = c.get(path, headers={"range": spec})
     assert r.status_code == 416 and r.headers["content-range"] == f"bytes */{BIG_SIZE}"
     assert r.headers["content-type"] == "application/problem+json" and r.json()["status"] == 416
 
@@ -138,14 +145,15 @@ def test_empty_file_ranges(server):
 
 
 # -- HEAD, downloads, missing files ------------------------------------------------------------------
-def test_head(server):
+@BOTH
+def test_head(server, path):
     port, c, _, _ = server
-    r = c.head("/file")
+    r = c.head(path)
     assert r.status_code == 200 and r.content == b"" and r.headers["content-length"] == str(BIG_SIZE)
     assert r.headers["accept-ranges"] == "bytes" and "etag" in r.headers
-    r = c.head("/file", headers={"range": "bytes=0-9"})  # Range is for GET only
+    r = c.head(path, headers={"range": "bytes=0-9"})  # Range is for GET only
     assert r.status_code == 200 and r.headers["content-length"] == str(BIG_SIZE) and "content-range" not in r.headers
-    assert c.head("/file", headers={"if-none-match": r.headers["etag"]}).status_code == 304
+    assert c.head(path, headers={"if-none-match": r.headers["etag"]}).status_code == 304
     # on the wire: the headers and nothing else; the connection stays usable
     with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
         s.sendall(b"HEAD /static/hello.txt HTTP/1.1\r\nHost: t\r\n\r\n")

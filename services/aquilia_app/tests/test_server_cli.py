@@ -1,8 +1,11 @@
 """Several workers (multiprocess metrics, shared SQLite), instrumentation off, and CLI errors."""
+import os
 import re
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import httpx
@@ -57,9 +60,20 @@ def test_cli_rejects_bad_arguments():
                         (("--header-timeout", "0"), b"--header-timeout"),
                         (("--server", "uvicorn", "--header-timeout", "5"), b"--header-timeout needs --server granian"),
                         (("--root-path", "/api"), b"--root-path needs ASGI"),
+                        (("--header-timeout", "inf"), b"--header-timeout"), (("--header-timeout", "1e20"), b"--header-timeout"),
+                        (("--body-timeout", "nan"), b"--body-timeout"), (("--pool-timeout", "inf"), b"--pool-timeout"),
                         (("--server", "uvicorn", "--root-path", "api"), b"--root-path is a path")]:
         p = _run_cli(*args)
-        assert p.returncode == 2 and named in p.stderr, args
+        assert p.returncode == 2 and named in p.stderr and b"Traceback" not in p.stderr, (args, p.stderr[-300:])
+
+
+def test_cli_database_that_cannot_be_opened_is_a_clear_error(tmp_path):
+    not_sqlite = tmp_path / "notes.txt"
+    not_sqlite.write_bytes(b"not a database" * 100)
+    for db in (tmp_path / "missing" / "items.sqlite3", not_sqlite):
+        p = _run_cli("--port", "0", "--db", str(db))
+        assert p.returncode == 2, (db, p.returncode, p.stderr[-300:])
+        assert b"Traceback" not in p.stderr and b"cannot use the database" in p.stderr, db
 
 
 def test_root_path_behind_a_proxy():
@@ -74,13 +88,18 @@ def test_root_path_behind_a_proxy():
 
 
 def test_cli_port_in_use_is_a_clear_error():
+    # The README: an address that cannot be bound exits with status 2, as a bad argument does - on both servers.
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
-        p = _run_cli("--port", str(port))
-    assert p.returncode != 0
-    assert b"Traceback" not in p.stderr
+        for server in ("granian", "uvicorn"):
+            p = _run_cli("--port", str(port), "--server", server)
+            assert p.returncode == 2, (server, p.returncode, p.stderr)
+            assert b"Traceback" not in p.stderr and b"cannot serve on 127.0.0.1:%d" % port in p.stderr, server
+    for server in ("granian", "uvicorn"):  # a host name that does not resolve
+        p = _run_cli("--host", "no-such-host.invalid", "--port", "0", "--server", server)
+        assert p.returncode == 2 and b"cannot serve on no-such-host.invalid" in p.stderr, (server, p.stderr)
 
 
 def test_stopping_the_server_removes_its_temporary_folders(tmp_path):
@@ -94,3 +113,32 @@ def test_stopping_the_server_removes_its_temporary_folders(tmp_path):
                 assert c.post("/items", json={"name": "x", "price": 1}).status_code == 201
             assert any(tmp.iterdir())  # the database folder exists while it serves
         assert list(tmp.iterdir()) == [], server
+
+
+def test_the_printed_address_is_a_usable_url(capsys):
+    from aquilia_app.server import _announce
+    _announce("::1", 8081)
+    _announce("127.0.0.1", 8081)
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["aquilia_app listening on http://[::1]:8081", "aquilia_app listening on http://127.0.0.1:8081"]
+    assert httpx.URL(out[0].split()[-1]).port == 8081
+
+
+def test_sigterm_lets_the_requests_in_flight_finish():
+    """README: SIGTERM (sent to the server's own process, as a process manager does) stops accepting,
+    lets the requests in flight finish, then the server exits."""
+    for args in (("--server", "granian"), ("--server", "uvicorn"), ("--workers", "2")):
+        with running_server(*args) as (port, proc):
+            got = {}
+
+            def fetch():  # 10 chunks 200 ms apart: still running when the signal comes
+                with httpx.stream("GET", f"http://127.0.0.1:{port}/stream?delay=200", timeout=15) as r:
+                    got["body"] = b"".join(r.iter_bytes())
+
+            t = threading.Thread(target=fetch)
+            t.start()
+            time.sleep(0.6)
+            os.kill(proc.pid, signal.SIGTERM)
+            proc.wait(15)
+            t.join(15)
+            assert len(got.get("body", b"")) == 10 * 1024, args

@@ -413,3 +413,31 @@ def test_one_client_runs_several_with_blocks_and_serves_between_them():
     assert events == ["startup", "shutdown"] * 2
     assert client.get("/hello").json() == {"hello": "world"}
     client.close()
+
+
+def test_a_file_response_made_without_the_request_answers_ranges_and_conditionals(tmp_path):
+    """``return FileResponse(path)`` as a Starlette app writes it: the app gives it the request before
+    sending, so Range, If-None-Match and HEAD are honoured; a response with its own status is left as it is."""
+    from aquilia_app.files import FileResponse
+
+    path = tmp_path / "data.bin"
+    path.write_bytes(bytes(range(256)) * 4)
+    app = App()
+
+    @app.get("/data")
+    async def data():
+        return FileResponse(str(path))
+
+    @app.get("/created")
+    async def created():
+        return FileResponse(str(path), status=201)
+
+    with TestClient(app) as client:
+        r = client.get("/data", headers={"range": "bytes=10-19"})
+        assert (r.status_code, r.content, r.headers["content-range"]) == (206, bytes(range(10, 20)), "bytes 10-19/1024")
+        etag = client.get("/data").headers["etag"]
+        assert client.get("/data", headers={"if-none-match": etag}).status_code == 304
+        r = client.head("/data")
+        assert (r.status_code, r.content, r.headers["content-length"]) == (200, b"", "1024")
+        r = client.get("/created", headers={"range": "bytes=0-0"})
+        assert r.status_code == 201 and len(r.content) == 1024

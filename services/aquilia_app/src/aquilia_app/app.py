@@ -252,6 +252,12 @@ def create_app(db_path: str | None = None, *, metrics: bool | None = None, max_b
         metrics = os.environ.get("AQUILIA_APP_METRICS", "1") != "0"
     if body_timeout is None:
         body_timeout = _env_number("AQUILIA_APP_BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT, float)
+        if not 0 <= body_timeout < float("inf"):  # what --body-timeout accepts (nan fails both tests)
+            raise SystemExit(f"AQUILIA_APP_BODY_TIMEOUT must be a number of seconds >= 0, got {body_timeout!r}")
+    if max_body is None:
+        max_body = _env_number("AQUILIA_APP_MAX_BODY", 1 << 20)
+        if max_body < 0:
+            raise SystemExit(f"AQUILIA_APP_MAX_BODY must be >= 0, got {max_body}")
     container = Container()
     container.value(Settings, _settings(db_path, pool_size, pool_timeout))
     container.register(SQLitePool, database, scope=SINGLETON)
@@ -260,7 +266,7 @@ def create_app(db_path: str | None = None, *, metrics: bool | None = None, max_b
 
     m = Metrics("aquilia_app") if metrics else None
     app = App(container=container, metrics=m, body_timeout=body_timeout,
-              max_body_size=max_body if max_body is not None else _env_number("AQUILIA_APP_MAX_BODY", 1 << 20))
+              max_body_size=max_body)
     templates = Templates(os.path.join(HERE, "html"))
 
     @app.get("/ping")

@@ -485,6 +485,8 @@ class App(MethodShortcuts):
             proto.response_bytes(resp.status, response_headers(resp), resp.body)
         else:
             try:
+                if resp.wants_request:
+                    resp.negotiate(req if req is not None else RSGIRequest(scope, proto, _EMPTY, self.max_body, self))
                 await resp.send_rsgi(proto)
             except Exception as e:  # a streaming generator that failed mid-way, or the client left
                 exc = exc or e
@@ -556,6 +558,8 @@ class App(MethodShortcuts):
                 await send({"type": "http.response.start", "status": resp.status, "headers": resp.raw_headers})
                 await send({"type": "http.response.body", "body": resp.body})
             else:
+                if resp.wants_request:
+                    resp.negotiate(req if req is not None else Request(scope, receive, _EMPTY, self.max_body, self))
                 await resp(scope, receive, send)
         except OSError as e:  # the client left mid-response (uvicorn's ClientDisconnected is one)
             exc = exc or e

@@ -73,10 +73,13 @@ class UnsupportedMediaType(HTTPException):
 
 
 class RequestTimeout(HTTPException):
-    """408: the client did not send the request body within the app's body timeout."""
+    """408: the client did not send the request body within the app's body timeout (``seconds``); a
+    handler may raise it as any other ``HTTPException``: ``RequestTimeout()`` or ``RequestTimeout(detail=...)``."""
 
-    def __init__(self, seconds: float):
-        super().__init__(408, f"the request body was not received within {seconds:g} s")
+    def __init__(self, seconds: float | None = None, detail: str | None = None):
+        if detail is None and seconds is not None:
+            detail = f"the request body was not received within {seconds:g} s"
+        super().__init__(408, detail)
 
 
 class ServiceUnavailable(HTTPException):

@@ -16,7 +16,10 @@
   needs a strong match (13.1.5): the client gets the whole file, which is always correct.
 * HEAD: the same headers, no body.
 
-Without ``request`` the file is sent whole, as 200 (or ``status``).  On ASGI the file is read off the
+Without ``request`` (``return FileResponse(path)``, as with Starlette) the app gives it the request
+before sending it (``negotiate``): the answer is the same, only native middleware sees the response
+before that (a 200 of the whole file).  A response with another ``status`` is sent as it is.  On ASGI
+the file is read off the
 event loop in 64 KiB chunks (or handed to the server with the ``http.response.pathsend`` extension,
 e.g. granian, when it is sent whole); on RSGI granian sends it itself (``response_file`` /
 ``response_file_range``, end exclusive).
@@ -201,7 +204,7 @@ class FileResponse(PerRequestResponse):
     ``status`` and the headers are final before anything is sent; a missing file raises ``NotFound``.
     ``filename`` makes it a download (``Content-Disposition``, ``content_disposition_type``)."""
 
-    __slots__ = ("path", "chunk_size", "size", "_stamp", "_range", "_body", "_head")
+    __slots__ = ("path", "chunk_size", "size", "_stamp", "_range", "_body", "_head", "wants_request", "_validation")
 
     def __init__(self, path, status: int = 200, headers=None, media_type: str | None = None,
                  filename: str | None = None, *, request=None, stat_result=None,
@@ -226,11 +229,27 @@ class FileResponse(PerRequestResponse):
         if filename is not None:
             raw.append((b"content-disposition", content_disposition(filename, content_disposition_type).encode()))
         self.raw_headers = raw + validators + extra
+        self._validation = (tag, mtime, validators + extra)
+        self.wants_request = request is None and status == 200
         if request is not None and status == 200 and request.method in ("GET", "HEAD"):
             self._negotiate(request, tag, mtime, validators + extra)
         if self._body is None:
             start, end = self._range or (0, self.size)
             self.raw_headers.append((b"content-length", b"%d" % (end - start)))
+
+    def negotiate(self, request) -> None:
+        """What ``request=`` gives, for a response made without it (the app calls this before sending):
+        HEAD, and the conditional and Range headers of a GET or HEAD."""
+        if not self.wants_request:
+            return
+        self.wants_request = False
+        self._head = request.method == "HEAD"
+        if request.method in ("GET", "HEAD"):
+            self.raw_headers.pop()  # the whole file's Content-Length, added last
+            self._negotiate(request, *self._validation)
+            if self._body is None:
+                start, end = self._range or (0, self.size)
+                self.raw_headers.append((b"content-length", b"%d" % (end - start)))
 
     def _negotiate(self, request, tag: str, mtime: int, not_modified_headers: list) -> None:
         """412, 304, 206 or 416 instead of 200, as the request's conditional and Range headers say."""

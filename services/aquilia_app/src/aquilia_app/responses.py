@@ -226,6 +226,7 @@ class _HeaderOps:
     """``set_cookie`` / ``delete_cookie`` for every response type, through its ``add_header``."""
 
     __slots__ = ()
+    wants_request = False  # True on a FileResponse made without the request: the app calls its negotiate()
 
     def set_cookie(self, key: str, value: str | int | float = "", max_age: int | None = None, expires=None,
                    path: str | None = "/", domain: str | None = None, secure: bool = False, httponly: bool = False,

@@ -12,11 +12,13 @@ from __future__ import annotations
 import argparse
 import atexit
 import glob
+import math
 import os
 import secrets
 import shutil
 import signal
 import socket
+import sqlite3
 import sys
 import tempfile
 
@@ -77,7 +79,14 @@ def _check_root_path(p: argparse.ArgumentParser, a: argparse.Namespace) -> None:
     a.root_path = a.root_path.rstrip("/")
 
 
+MAX_TIMEOUT = 1e9  # seconds (about 31 years): granian takes milliseconds as a 64-bit integer
+
+
 def _check_timeouts(p: argparse.ArgumentParser, a: argparse.Namespace) -> None:
+    for opt, value in (("--body-timeout", a.body_timeout), ("--pool-timeout", a.pool_timeout),
+                       ("--header-timeout", a.header_timeout)):
+        if value is not None and not (math.isfinite(value) and value <= MAX_TIMEOUT):  # nan, inf, 1e300
+            p.error(f"{opt} must be a number of seconds up to {MAX_TIMEOUT:g}, not {value!r}")
     if a.body_timeout is not None and a.body_timeout < 0:
         p.error("--body-timeout must be >= 0")
     if a.pool_timeout is not None and not a.pool_timeout > 0:
@@ -127,7 +136,8 @@ def _prepare_env(a: argparse.Namespace) -> None:
 
 
 def _announce(host: str, port: int) -> None:
-    print(f"aquilia_app listening on http://{host}:{port}", flush=True)
+    shown = f"[{host}]" if ":" in host else host  # an IPv6 address goes in brackets in a URL (RFC 3986)
+    print(f"aquilia_app listening on http://{shown}:{port}", flush=True)
 
 
 def serve_uvicorn(a: argparse.Namespace) -> None:
@@ -138,7 +148,16 @@ def serve_uvicorn(a: argparse.Namespace) -> None:
                             lifespan="on", log_level=a.log_level, access_log=False, server_header=False,
                             ws="websockets-sansio", backlog=2048, proxy_headers=False, interface="asgi3",
                             root_path=a.root_path)
-    sock = config.bind_socket()
+    # Bound here rather than by config.bind_socket(), which logs the OSError and exits with uvicorn's own
+    # status (3): an address that cannot be bound is main()'s clear message and status 2, as on granian.
+    sock = socket.socket(socket.AF_INET6 if ":" in a.host else socket.AF_INET)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((a.host, a.port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)  # the workers of uvicorn's Multiprocess inherit it
     _announce(a.host, sock.getsockname()[1])
     server = uvicorn.Server(config)
     if a.workers == 1:
@@ -184,7 +203,11 @@ def _exit_on_sigterm(signum, frame) -> None:
 def main(argv=None) -> int:
     a = parse_args(argv)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    _prepare_env(a)
+    try:
+        _prepare_env(a)
+    except (OSError, sqlite3.Error) as e:  # --db in a folder that does not exist, not writable, not SQLite...
+        print(f"aquilia_app: cannot use the database {os.environ.get('AQUILIA_APP_DB')}: {e}", file=sys.stderr)
+        return 2
     try:
         (serve_uvicorn if a.server == "uvicorn" else serve_granian)(a)
     except OSError as e:
