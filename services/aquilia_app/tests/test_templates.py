@@ -150,3 +150,12 @@ def test_a_template_given_the_request_builds_urls_and_sees_the_request(tmp_path)
     assert r.headers["content-type"].startswith("text/html")
     assert r.text == ('<link href="http://testserver/static/css/site.css">'
                       '<a href="http://testserver/items/3">&lt;ada&gt;</a>')
+
+
+def test_a_context_variable_called_name_and_environment_options(tmp_path):
+    (tmp_path / "hi.html").write_text("Hi {{ name }} {{ x }}")
+    templates = Templates(str(tmp_path))
+    assert templates.render("hi.html", name="Ann", x="<b>") == "Hi Ann &lt;b&gt;"
+    assert templates.response("hi.html", name="Ann", x=1).body == b"Hi Ann 1"
+    # options given to Jinja2's Environment override the defaults instead of a TypeError
+    assert Templates(str(tmp_path), autoescape=False).render("hi.html", name="A", x="<b>") == "Hi A <b>"

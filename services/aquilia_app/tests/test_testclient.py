@@ -441,3 +441,96 @@ def test_a_file_response_made_without_the_request_answers_ranges_and_conditional
         assert (r.status_code, r.content, r.headers["content-length"]) == (200, b"", "1024")
         r = client.get("/created", headers={"range": "bytes=0-0"})
         assert r.status_code == 201 and len(r.content) == 1024
+
+
+
+def test_an_exception_raised_after_the_whole_response_is_raised_in_the_test():
+    # Starlette's ServerErrorMiddleware sends its 500, then re-raises: the test sees the exception
+    async def app(scope, receive, send):
+        if scope["type"] != "http":
+            return
+        await send({"type": "http.response.start", "status": 500, "headers": []})
+        await send({"type": "http.response.body", "body": b"Internal Server Error"})
+        raise ValueError("boom after the response")
+
+    with pytest.raises(ValueError, match="boom after"):
+        TestClient(app).get("/")
+    r = TestClient(app, raise_server_exceptions=False).get("/")
+    assert (r.status_code, r.text) == (500, "Internal Server Error")
+
+
+
+def test_requests_see_the_lifespan_state_of_an_asgi_app():
+    # as Starlette's TestClient: the lifespan scope's "state", copied into each request's scope
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route, WebSocketRoute
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        yield {"db": "conn"}
+
+    async def home(request):
+        seen, request.state.mine = hasattr(request.state, "mine"), 1  # a copy per request
+        return JSONResponse({"db": request.state.db, "mine": seen})
+
+    async def ws(websocket):
+        await websocket.accept()
+        await websocket.send_text(websocket.state.db)
+        await websocket.close()
+
+    app = Starlette(lifespan=lifespan, routes=[Route("/", home), WebSocketRoute("/ws", ws)])
+    with TestClient(app) as client:
+        assert client.get("/").json() == {"db": "conn", "mine": False}
+        assert client.get("/").json() == {"db": "conn", "mine": False}
+        with client.websocket_connect("/ws") as s:
+            assert s.receive_text() == "conn"
+
+
+
+def test_websocket_json_modes_and_raw_send_as_starlette():
+    from starlette.applications import Starlette
+    from starlette.routing import WebSocketRoute
+
+    async def ws(websocket):
+        await websocket.accept()
+        got = await websocket.receive_json(mode="binary")
+        await websocket.send_json({"echo": got}, mode="binary")
+        raw = await websocket.receive_text()
+        await websocket.send_json({"raw": raw})
+        await websocket.close()
+
+    app = Starlette(routes=[WebSocketRoute("/ws", ws)])
+    with TestClient(app) as client, client.websocket_connect("/ws") as s:
+        s.send_json({"a": 1}, mode="binary")
+        assert s.receive_json(mode="binary") == {"echo": {"a": 1}}
+        s.send({"type": "websocket.receive", "text": "hi"})
+        assert s.receive_json() == {"raw": "hi"}
+
+
+
+def test_root_path_argument_as_starlette():
+    app = App()
+
+    @app.get("/where", name="where")
+    async def where(request: Request):
+        return {"root": request.scope["root_path"], "url": request.url_for("where")}
+
+    with TestClient(app, root_path="/api") as client:
+        assert client.get("/where").json() == {"root": "/api", "url": "http://testserver/api/where"}
+
+
+
+def test_websocket_connect_takes_params_and_cookies_as_starlette():
+    from starlette.applications import Starlette
+    from starlette.routing import WebSocketRoute
+
+    async def ws(websocket):
+        await websocket.accept()
+        await websocket.send_json({"q": dict(websocket.query_params), "c": websocket.cookies})
+        await websocket.close()
+
+    app = Starlette(routes=[WebSocketRoute("/ws", ws)])
+    with TestClient(app) as client, client.websocket_connect("/ws?a=1", params={"b": "2"}, cookies={"k": "v"}) as s:
+        got = s.receive_json()
+    assert got["c"] == {"k": "v"} and got["q"]["b"] == "2"

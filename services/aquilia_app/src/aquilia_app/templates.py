@@ -77,13 +77,10 @@ class DictFirstEnvironment(jinja2.Environment):
 
 class Templates:
     def __init__(self, directory: str, *, preload: bool = True, **env_options: Any):
-        self.env = DictFirstEnvironment(
-            loader=jinja2.FileSystemLoader(directory),
-            autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
-            auto_reload=False,
-            cache_size=-1,
-            **env_options,
-        )
+        env_options.setdefault("autoescape", jinja2.select_autoescape(default=True, default_for_string=True))
+        env_options.setdefault("auto_reload", False)
+        env_options.setdefault("cache_size", -1)
+        self.env = DictFirstEnvironment(loader=jinja2.FileSystemLoader(directory), **env_options)
         self._compiled: dict[str, jinja2.Template] = {}
         if preload:
             for name in self.env.list_templates():
@@ -95,7 +92,7 @@ class Templates:
             t = self._compiled[name] = self.env.get_template(name)
         return t
 
-    def render(self, name: str, request=None, **context: Any) -> str:
+    def render(self, name: str, /, request=None, **context: Any) -> str:
         """``name`` rendered with ``context``; with the ``request``, the template also sees ``request``
         and ``url_for(name, **params)`` (the absolute URL of a route, as in Starlette's templates)."""
         if request is not None:
@@ -103,5 +100,5 @@ class Templates:
             context.setdefault("url_for", request.url_for)
         return self.get(name).render(context)
 
-    def response(self, name: str, status: int = 200, headers=None, request=None, **context: Any) -> Response:
+    def response(self, name: str, /, status: int = 200, headers=None, request=None, **context: Any) -> Response:
         return Response(self.render(name, request, **context).encode(), status, headers, CT_HTML)

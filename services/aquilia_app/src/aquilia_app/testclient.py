@@ -22,6 +22,9 @@ request and never shuts down (``client.close()`` stops the loop).  Responses str
 through a small buffer (the app waits when the test does not read); closing a response early tells
 the app the client left (``http.disconnect``, and its next send fails as on a real server).
 
+``root_path`` (Starlette's): the ASGI ``root_path`` of every request, as a proxy serving the app
+under a prefix would give it (the paths requested stay as they are).
+
 ``raise_server_exceptions``: an exception escaping the ASGI app is raised in the test (else: a bare
 500).  ``App`` turns a handler's exception into a 500 problem response itself, so that is what a
 test of a failing handler sees either way.
@@ -131,6 +134,7 @@ class _HTTPExchange:
         self.done = asyncio.Event()  # the response ended or the client left: receive says disconnect
         self.gone = False
         self.started = False
+        self.late_error: Exception | None = None  # raised by the app after the response ended
         self._body_given = False
 
     async def receive(self) -> dict:
@@ -164,7 +168,10 @@ class _HTTPExchange:
         try:
             await app(scope, self.receive, self.send)
         except Exception as e:
-            await self._emit(("error", e))
+            if self.done.is_set() and not self.gone:  # after the response's end: nobody reads the queue
+                self.late_error = e
+            else:
+                await self._emit(("error", e))
         else:
             if not self.started:
                 await self._emit(("error", RuntimeError("the app returned without sending a response")))
@@ -194,6 +201,11 @@ class _ResponseStream(httpx.SyncByteStream):
             if event[0] == "body":
                 yield event[1]
             elif event[0] == "end":
+                # as Starlette's TestClient: an exception the app raises after sending the whole
+                # response (ServerErrorMiddleware re-raising after its 500, a background task) is raised
+                _wait_app(self._task)
+                if self._exchange.late_error is not None:
+                    self._transport.raise_or_ignore(self._exchange.late_error)
                 return
             else:
                 self._transport.raise_or_ignore(event[1])
@@ -212,12 +224,14 @@ class _ResponseStream(httpx.SyncByteStream):
 class _ASGITransport(httpx.BaseTransport):
     """Runs each request through the ASGI app on the client's loop thread."""
 
-    def __init__(self, app, raise_server_exceptions: bool, client: tuple):
+    def __init__(self, app, raise_server_exceptions: bool, client: tuple, root_path: str = ""):
         self.app = app
+        self.root_path = root_path
         self.raise_server_exceptions = raise_server_exceptions
         self.client = client
         self._portal: _Portal | None = None
         self._lock = threading.Lock()
+        self.app_state: dict = {}  # the lifespan scope's state: each request's scope["state"] is a copy
 
     @property
     def portal(self) -> _Portal:
@@ -228,7 +242,9 @@ class _ASGITransport(httpx.BaseTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         scope = _scope(request, "http", self.client)
+        scope["root_path"] = self.root_path
         scope["method"] = request.method
+        scope["state"] = self.app_state.copy()
         exchange = _HTTPExchange(request.read(), head=request.method == "HEAD")
         task = self.portal.submit(exchange.run(self.app, scope))
         timeout = (request.extensions.get("timeout") or {}).get("read")
@@ -291,9 +307,10 @@ class _Lifespan:
         self.to_app: asyncio.Queue = asyncio.Queue()
         self.from_app: asyncio.Queue = asyncio.Queue()
         self.supported = True
+        self.state: dict = {}
 
     async def run(self) -> None:
-        scope = {"type": "lifespan", "asgi": _ASGI, "state": {}}
+        scope = {"type": "lifespan", "asgi": _ASGI, "state": self.state}
         try:
             await self.app(scope, self.to_app.get, self.from_app.put)
         except Exception as e:
@@ -407,8 +424,19 @@ class WebSocketTestSession:
     def send_bytes(self, data: bytes) -> None:
         self._put({"type": "websocket.receive", "bytes": bytes(data)})
 
-    def send_json(self, obj: Any) -> None:
-        self.send_text(orjson.dumps(obj).decode())
+    def send(self, message: dict) -> None:
+        """An ASGI message as the app receives it (``{"type": "websocket.receive", "text": ...}``)."""
+        self._put(message)
+
+    def send_json(self, obj: Any, mode: str = "text") -> None:
+        """``obj`` as JSON in a text frame, or a binary one with ``mode="binary"`` (Starlette's)."""
+        if mode not in ("text", "binary"):
+            raise ValueError('mode is "text" or "binary"')
+        data = orjson.dumps(obj)
+        if mode == "text":
+            self.send_text(data.decode())
+        else:
+            self.send_bytes(data)
 
     def receive(self) -> dict:
         """The app's next message (``{"type": "websocket.send", "text": ...}`` or ``"bytes"``);
@@ -438,8 +466,13 @@ class WebSocketTestSession:
             raise TypeError("the app sent a text message, not binary")
         return data
 
-    def receive_json(self) -> Any:
-        msg = self.receive()
+    def receive_json(self, mode: str = "text") -> Any:
+        """The next message as JSON: a text one, or a binary one with ``mode="binary"`` (Starlette's)."""
+        if mode not in ("text", "binary"):
+            raise ValueError('mode is "text" or "binary"')
+        if mode == "binary":
+            return orjson.loads(self.receive_bytes())
+        msg = self.receive()  # text mode also reads a binary message, as before
         return orjson.loads(msg["text"] if msg.get("text") is not None else msg["bytes"])
 
     def close(self, code: int = 1000, reason: str = "") -> None:
@@ -456,9 +489,9 @@ class TestClient(httpx.Client):
     __test__ = False  # not a pytest test class
 
     def __init__(self, app, base_url: str = "http://testserver", *, raise_server_exceptions: bool = True,
-                 client: tuple = ("testclient", 50000), **httpx_options):
+                 client: tuple = ("testclient", 50000), root_path: str = "", **httpx_options):
         self.app = app
-        self._asgi = _ASGITransport(app, raise_server_exceptions, client)
+        self._asgi = _ASGITransport(app, raise_server_exceptions, client, root_path)
         self._lifespan: _Lifespan | None = None
         super().__init__(base_url=base_url, transport=self._asgi, **httpx_options)
 
@@ -470,6 +503,7 @@ class TestClient(httpx.Client):
             raise RuntimeError("this TestClient's with block is already open")
         lifespan = _Lifespan(self.app)
         portal = self._asgi.portal
+        self._asgi.app_state = lifespan.state  # as Starlette's TestClient: requests see the lifespan state
         portal.submit(lifespan.run())
         try:
             lifespan.check("startup", portal.call(lifespan.step("startup"), APP_EXIT_TIMEOUT))
@@ -489,16 +523,19 @@ class TestClient(httpx.Client):
             self._asgi.close()  # this run's event loop: the next block (or request) gets a new one
 
     def websocket_connect(self, url: str, subprotocols=None, headers=None,
-                          timeout: float | None = 10.0) -> WebSocketTestSession:
+                          timeout: float | None = 10.0, *, params=None, cookies=None) -> WebSocketTestSession:
         """A WebSocket session to ``url`` (relative to ``base_url``); cookies and default headers are
-        sent as with HTTP.  ``timeout``: seconds each receive waits for the app."""
-        request = self.build_request("GET", url, headers=headers)
+        sent as with HTTP, and ``params`` / ``cookies`` added as httpx adds them to a request (as Starlette's
+        ``websocket_connect(url, **kwargs)``).  ``timeout``: seconds each receive waits for the app."""
+        request = self.build_request("GET", url, headers=headers, params=params, cookies=cookies)
         request.headers.update({"connection": "upgrade", "upgrade": "websocket", "sec-websocket-version": "13",
                                 "sec-websocket-key": base64.b64encode(os.urandom(16)).decode()})
         if subprotocols:
             request.headers["sec-websocket-protocol"] = ", ".join(subprotocols)
         scope = _scope(request, "websocket", self._asgi.client)
+        scope["root_path"] = self._asgi.root_path
         scope["scheme"] = "wss" if request.url.scheme == "https" else "ws"
         scope["subprotocols"] = list(subprotocols or ())
         scope["extensions"] = {"websocket.http.response": {}}
+        scope["state"] = self._asgi.app_state.copy()
         return WebSocketTestSession(self._asgi, scope, timeout)
