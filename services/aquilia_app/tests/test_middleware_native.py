@@ -412,6 +412,18 @@ def test_vary_and_content_encoding_are_merged_not_duplicated():
         assert r.headers.get_list("vary") == ["Cookie", "Accept-Encoding"]  # appended to the app's own
 
 
+def test_head_is_not_compressed_but_varies_as_its_get():
+    # RFC 9110 9.3.2: a HEAD answer carries the header fields of the GET; 12.5.5: the GET's
+    # representation is selected by Accept-Encoding, so a cache must see Vary on both
+    app = app_with(CompressionMiddleware())
+    for ae in ("gzip", None):
+        headers = {"accept-encoding": ae} if ae else {}
+        get = run(call(app, "GET", "/text", headers))
+        head = run(call(app, "HEAD", "/text", headers))
+        assert get.headers["vary"] == "Accept-Encoding"
+        assert head.headers.get("vary") == "Accept-Encoding" and "content-encoding" not in head.headers
+
+
 def test_files_and_server_sent_events_are_never_compressed(tmp_path):
     """Straight through the middleware (its decision is about the response object it gets back)."""
     mw = CompressionMiddleware()
@@ -939,6 +951,30 @@ def test_timeout_answers_504_and_fails_the_request_scope():
     assert r.json()["detail"] == "the request was not handled within 0.1 s" and time.monotonic() - t0 < 2
     assert run(call(app, "GET", "/tx-fast")).json() == {"ok": True}
     assert events == [("rollback", "TimeoutError"), ("commit",)]
+
+
+def test_timeout_drops_the_background_tasks_of_the_cancelled_handler():
+    # README: "a handler that raises drops the tasks it added (as FastAPI)"; a handler cut off by
+    # the time limit never returned its response either, and its DI scope was rolled back
+    from aquilia_app import BackgroundTasks
+
+    ran = []
+    app = app_with(TimeoutMiddleware(0.1))
+
+    @app.get("/bg-slow")
+    async def bg_slow(tasks: BackgroundTasks):
+        tasks.add_task(ran.append, "slow")
+        await asyncio.sleep(5)
+
+    @app.get("/bg-fast")
+    async def bg_fast(tasks: BackgroundTasks):
+        tasks.add_task(ran.append, "fast")
+        return {"ok": True}
+
+    with TestClient(app) as client:
+        assert client.get("/bg-slow").status_code == 504
+        assert client.get("/bg-fast").json() == {"ok": True}
+    assert ran == ["fast"]
 
 
 def test_timeout_does_not_bound_a_stream_body_nor_take_other_timeouts():

@@ -329,6 +329,14 @@ def test_event_source_arguments():
                              (b"x-accel-buffering", b"no"), (b"x-a", b"1")]
 
 
+def test_event_source_headers_replace_the_defaults_of_their_name():
+    # sse-starlette: the caller's Cache-Control wins; two Cache-Control headers would be combined by
+    # clients and caches ("no-cache, no-store"), and a caller's X-Accel-Buffering must not be doubled
+    r = EventSourceResponse(_agen(), headers={"Cache-Control": "no-store", "X-Accel-Buffering": "yes"})
+    assert r.raw_headers == [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-store"),
+                             (b"x-accel-buffering", b"yes")]
+
+
 def _asgi_messages(resp, *, disconnect_after: float | None = None):
     """Run ``resp`` as an ASGI app; returns the sent messages."""
     sent = []

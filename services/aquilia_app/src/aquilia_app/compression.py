@@ -13,7 +13,7 @@ counts the new body) and ``Accept-Ranges``, and its strong ``ETag`` becomes weak
 the bytes differ from the identity representation's).  Every response that *could* be compressed
 says ``Vary: Accept-Encoding``, also when this client did not ask for compression, so that caches
 keep the two representations apart (added to the response's own ``Vary``, unless that already names
-Accept-Encoding or is ``*``).
+Accept-Encoding or is ``*``); a HEAD response, never compressed, says it too, as its GET would.
 
 The ``Accept-Encoding`` negotiation (RFC 9110 12.5.3) is written here by hand: no library parses it
 for us.  The codecs are zlib (stdlib), ``brotli`` and ``zstandard``.
@@ -228,8 +228,10 @@ class CompressionMiddleware(Middleware):
 
     async def __call__(self, request, call_next):
         response = await call_next(request)
-        if response.status < 200 or response.status in _NO_BODY_STATUSES or request.method == "HEAD":
+        if response.status < 200 or response.status in _NO_BODY_STATUSES:
             return response
+        if request.method == "HEAD":  # never compressed, but a cache must know the GET varies
+            return self._head(response)
         if response.__class__ is Response or isinstance(response, Response):
             if len(response.body) < self.minimum_size or not self._candidate(response.media_type, response.extra):
                 return response
@@ -241,6 +243,19 @@ class CompressionMiddleware(Middleware):
                 return response
             if self._candidate(_find(raw, b"content-type") or b"", raw):
                 self._stream(response, self.coding_for(request))
+        return response
+
+    def _head(self, response):
+        """A HEAD response: unchanged, plus the ``Vary`` its GET would carry (RFC 9110 9.3.2: the
+        same header fields as GET; 12.5.5: Vary on every response selected by Accept-Encoding)."""
+        if isinstance(response, Response):
+            if len(response.body) >= self.minimum_size and self._candidate(response.media_type, response.extra) \
+                    and not _varies(response.extra):
+                return response.with_headers([_VARY])
+        elif isinstance(response, StreamingResponse):
+            raw = response.raw_headers
+            if self._candidate(_find(raw, b"content-type") or b"", raw) and not _varies(raw):
+                raw.append(_VARY)
         return response
 
     def _candidate(self, media_type: bytes, headers) -> bool:

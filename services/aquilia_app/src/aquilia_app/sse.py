@@ -116,7 +116,10 @@ class EventSourceResponse(PerRequestResponse):
         self.source = source
         self.ping = ping
         self.status = status
-        self.raw_headers = list(_HEADERS) + (_encode_headers(headers) if headers else [])
+        extra = _encode_headers(headers) if headers else []
+        # a header the caller gives replaces the default of that name (one Cache-Control, not two)
+        names = {k for k, _ in extra}
+        self.raw_headers = [h for h in _HEADERS if h[0] not in names] + extra
 
     async def __call__(self, scope, receive, send) -> None:
         await send({"type": "http.response.start", "status": self.status, "headers": self.raw_headers})

@@ -6,7 +6,8 @@ What it bounds: the time until a response *object* exists.  A ``StreamingRespons
 file) is returned quickly and its body is produced afterwards, outside the limit - bound a stream
 inside its own generator.  The cancelled handler sees ``CancelledError`` at its current ``await``
 (its ``finally`` blocks run); the request's DI scope is then closed as failed (``request.exc`` is
-the ``TimeoutError``), so a transaction it opened is rolled back, not committed.
+the ``TimeoutError``), so a transaction it opened is rolled back, not committed, and the background
+tasks it added are dropped (as for a handler that raises).
 """
 from __future__ import annotations
 
@@ -36,4 +37,7 @@ class TimeoutMiddleware(Middleware):
                 raise
             if request.exc is None:
                 request.exc = e
+            # the handler did not return: the background tasks it added are dropped, as for a
+            # handler that raises (they would act on work whose transaction was rolled back)
+            request.background = None
             return problem(504, "Gateway Timeout", f"the request was not handled within {self.seconds:g} s")
