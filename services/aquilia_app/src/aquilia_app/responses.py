@@ -228,6 +228,17 @@ class _HeaderOps:
     __slots__ = ()
     wants_request = False  # True on a FileResponse made without the request: the app calls its negotiate()
 
+    @property
+    def status_code(self) -> int:
+        """``status`` under Starlette's name."""
+        return self.status
+
+    @status_code.setter
+    def status_code(self, value: int) -> None:
+        self.status = value
+        if getattr(self, "_raw", None) is not None:  # a Response's built headers depend on its status
+            self._raw = None
+
     def set_cookie(self, key: str, value: str | int | float = "", max_age: int | None = None, expires=None,
                    path: str | None = "/", domain: str | None = None, secure: bool = False, httponly: bool = False,
                    samesite="lax", partitioned: bool = False):
@@ -335,16 +346,6 @@ class Response(_HeaderOps):
             html, status = _starlette_names(html, status, content, status_code, "")
         return cls(html.encode(), status, headers, CT_HTML)
 
-    @property
-    def status_code(self) -> int:
-        """``status`` under Starlette's name."""
-        return self.status
-
-    @status_code.setter
-    def status_code(self, value: int) -> None:
-        self.status = value
-        self._raw = None
-
     @classmethod
     def redirect(cls, url: str, status: int = 307, headers=None, status_code: int | None = None) -> "Response":
         """A redirect to ``url`` (301, 302, 303, 307 or 308), the URL percent-encoded where needed."""
@@ -416,15 +417,6 @@ class PerRequestResponse(_HeaderOps):
 
     def header(self, name: str) -> str | None:
         return _find_header(self.raw_headers, name)
-
-    @property
-    def status_code(self) -> int:
-        """``status`` under Starlette's name."""
-        return self.status
-
-    @status_code.setter
-    def status_code(self, value: int) -> None:
-        self.status = value
 
     def add_header(self, name: str, value: str) -> None:
         self.raw_headers.append(_header_pair(name, value))
