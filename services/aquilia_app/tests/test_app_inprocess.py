@@ -791,3 +791,41 @@ def test_the_reference_app_refuses_a_bad_setting_by_name(tmp_path, monkeypatch, 
     monkeypatch.setenv(name, value)
     with pytest.raises(SystemExit, match=name):
         create_app(str(tmp_path / "items.db"), metrics=False)
+
+
+def test_url_for_finds_an_unnamed_route_by_its_handler_name():
+    """As Starlette names routes after their endpoint (``request.url_for("read_item", item_id=1)``): a
+    given name wins, then the first route whose handler has that name; a controller method by its name."""
+    from aquilia_app import Controller, get
+    from aquilia_app.routing import URLBuildError
+    from aquilia_app.testclient import TestClient
+
+    app = App()
+
+    @app.get("/items/{item_id:int}")
+    async def read_item(request: Request, item_id: int):
+        return {"self": request.url_for("read_item", item_id=item_id), "other": request.url_for("listed")}
+
+    @app.get("/named", name="listed")
+    async def list_items():
+        return []
+
+    @app.get("/again/{item_id:int}")
+    async def read_item_again(item_id: int):  # another function: its own name
+        return {}
+
+    class Users(Controller):
+        prefix = "/users"
+
+        @get("/{uid:int}")
+        async def show(self, uid: int):
+            return {}
+
+    app.controller(Users)
+    with TestClient(app) as client:
+        assert client.get("/items/7").json() == {"self": "http://testserver/items/7",
+                                                 "other": "http://testserver/named"}
+    assert app.url_for("show", uid=3) == "/users/3"
+    assert app.url_for("read_item_again", item_id=1) == "/again/1"
+    with pytest.raises(URLBuildError):
+        app.url_for("list_items")  # named otherwise: the given name only

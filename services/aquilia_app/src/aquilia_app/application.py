@@ -144,7 +144,7 @@ class App(MethodShortcuts):
         meta = {"openapi": route_docs(**docs)} if docs else None
 
         def deco(fn):
-            r = self.router.add(pattern, methods, None, name, meta)
+            r = self.router.add(pattern, methods, None, name, meta, default_name=getattr(fn, "__name__", None))
             self._pending.append(_Pending(fn, None, None, status, r, middleware))
             return fn
 
@@ -191,7 +191,7 @@ class App(MethodShortcuts):
             return Response.redirect(location + ("?" + query if query else ""), 307)
 
         for fn in (mounted, mounted_root, add_slash):
-            fn.__qualname__ = f"mount({prefix!r})"
+            fn.__name__ = fn.__qualname__ = f"mount({prefix!r})"  # no url_for name of its own (name= gives one)
         hidden = {"include_in_schema": False}  # OpenAPI: a mount is not an operation
         self.route(prefix + "/{path:path}", methods, name=name, **hidden)(mounted)
         self.route(prefix + "/", methods, **hidden)(mounted_root)
@@ -247,7 +247,7 @@ class App(MethodShortcuts):
             if tags:  # a group's tags before the route's own
                 docs = {**(docs or route_docs()), "tags": (*tags, *(docs or {}).get("tags", ()))}
             meta = {"openapi": docs} if docs else None
-            r = self.router.add(join_prefix(prefix, pattern), methods, None, name, meta)
+            r = self.router.add(join_prefix(prefix, pattern), methods, None, name, meta, default_name=attr)
             self._pending.append(_Pending(getattr(cls, attr), cls, attr, status, r, middleware + own))
         return cls
 

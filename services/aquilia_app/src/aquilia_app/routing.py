@@ -128,13 +128,18 @@ class Router:
     def __init__(self):
         self.routes: list[Route] = []
         self._names: dict[str, Route] = {}
+        self._default_names: dict[str, Route] = {}  # an unnamed route's handler name -> the first such route
         self._url_forms: dict[str, list] = {}  # url_for's parts of each named route, made on first use
         self._static: dict[str, dict] = {}
         self._root = _Node()
         self._compiled = False
 
     # -- registration -------------------------------------------------------------------------
-    def add(self, pattern: str, methods: Iterable[str], endpoint: Any, name: str | None = None, meta=None) -> Route:
+    def add(self, pattern: str, methods: Iterable[str], endpoint: Any, name: str | None = None, meta=None,
+            default_name: str | None = None) -> Route:
+        """``default_name`` (the handler's function name) lets ``url_for`` find an unnamed route, as
+        Starlette names routes after their endpoint: a given name wins, then the first route of that
+        function name."""
         if self._compiled:
             raise RuntimeError("router already compiled")
         route = Route(pattern, methods, endpoint, name, meta)
@@ -142,6 +147,8 @@ class Router:
             if name in self._names:
                 raise RouteConflict(f"route name {name!r} is used by {self._names[name].pattern!r} and {pattern!r}")
             self._names[name] = route
+        elif default_name:
+            self._default_names.setdefault(default_name, route)
         self.routes.append(route)
         return route
 
@@ -247,7 +254,7 @@ class Router:
     def url_for(self, name: str, /, **params: Any) -> str:
         forms = self._url_forms.get(name)
         if forms is None:
-            route = self._names.get(name)
+            route = self._names.get(name) or self._default_names.get(name)
             if route is None:
                 raise URLBuildError(f"no route named {name!r}")
             forms = self._url_forms[name] = _url_forms(route)
@@ -270,7 +277,7 @@ class Router:
                 out.append(text if text.isalnum() and text.isascii() else
                            quote(text, safe="/" if part.type == "path" else "-._~"))
             return "/" + "/".join(out)
-        route = self._names[name]
+        route = self._names.get(name) or self._default_names[name]
         raise URLBuildError(
             f"route {name!r} ({route.pattern!r}) has no form with exactly the parameters {sorted(given)!r}"
         )
