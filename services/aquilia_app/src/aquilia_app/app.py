@@ -199,10 +199,8 @@ def request_app(request: Request) -> App:
 def item_location(request: Request, item_id: int) -> str:
     """``/items/{id}``, behind the root path the app is served under (``--root-path``), as its other URLs."""
     path = request_app(request).url_for("item", id=item_id)
-    full, routed = request.path, request.route_path
-    if len(full) == len(routed):  # no root path (always so through RSGI)
-        return path
-    return encode_path(full[:len(full) - len(routed)]) + path
+    root = request.root_path  # "" through RSGI, which has no root path
+    return encode_path(root) + path if root else path
 
 
 def _env_number(name: str, default, kind=int):

@@ -204,7 +204,7 @@ class App(MethodShortcuts):
             await WebSocketBridge(ws).serve(target, ws.scope.get("root_path", "") + prefix)
 
         async def mounted_ws_root(ws: WebSocket):
-            await WebSocketBridge(ws).serve(target, ws.scope.get("root_path", "") + prefix)
+            await mounted_ws(ws, "")
 
         for fn in (mounted_ws, mounted_ws_root):
             fn.__qualname__ = f"mount({prefix!r})"

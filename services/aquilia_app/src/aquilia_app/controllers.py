@@ -350,7 +350,7 @@ def _model_converter(tp) -> Callable | None:
         data = {}
         for k in form.keys():
             if k in many:
-                values = [v for v in form.getall(k) if not (isinstance(v, UploadFile) and _empty_input(v))]
+                values = _chosen_files(form.getall(k))
                 if values:
                     data[k] = values
             elif not _empty_input(v := form.get(k)):
@@ -401,14 +401,18 @@ def _empty_input(value) -> bool:
     return value == "" or (isinstance(value, UploadFile) and value.filename == "" and value.size == 0)
 
 
+def _chosen_files(values: list) -> list:
+    """``values`` without the file inputs left empty (strings kept as they are)."""
+    return [v for v in values if not (isinstance(v, UploadFile) and _empty_input(v))]
+
+
 def _read_form(form, key):
     value = form.get(key)
     return None if value is None or _empty_input(value) else value
 
 
 def _read_form_list(form, key):
-    values = [v for v in form.getall(key) if not (isinstance(v, UploadFile) and _empty_input(v))]
-    return values or None
+    return _chosen_files(form.getall(key)) or None
 
 
 def _read_whole(form, key):

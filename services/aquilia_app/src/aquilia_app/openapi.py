@@ -224,12 +224,6 @@ _DOCS_PAGE = """<!doctype html>
 """
 
 
-def _root_path(request) -> str:
-    """The root path the app is served under (``--root-path``, a mounting app): ``path`` less ``route_path``."""
-    path = request.path
-    return path[:len(path) - len(request.route_path)]
-
-
 def enable_openapi(app, *, title: str = "API", version: str = "1.0.0", description: str | None = None,
                    openapi_path: str = "/openapi.json", docs_path: str | None = "/docs",
                    servers: list | None = None) -> None:
@@ -243,7 +237,7 @@ def enable_openapi(app, *, title: str = "API", version: str = "1.0.0", descripti
 
     @app.get(openapi_path, name="openapi", include_in_schema=False)
     async def openapi_json(request: Request):
-        root = _root_path(request)
+        root = request.root_path
         body = cache.get(root)
         if body is None:
             doc = openapi_document(app, title=title, version=version, description=description,
@@ -263,7 +257,7 @@ def enable_openapi(app, *, title: str = "API", version: str = "1.0.0", descripti
 
     @app.get(docs_path, name="docs", include_in_schema=False)
     async def docs(request: Request):
-        root = _root_path(request)
+        root = request.root_path
         page = pages.get(root)
         if page is None:
             page = pages[root] = _DOCS_PAGE.format(title=escape(title), assets=escape(root + assets),

@@ -193,6 +193,13 @@ class Request:
         return route_path(self.scope)
 
     @property
+    def root_path(self) -> str:
+        """The prefix the app is served under (``--root-path``, a mounting app) when ``path`` is under
+        it, else ``""``: what ``route_path`` took off."""
+        root = self.scope.get("root_path")
+        return root if root and route_path(self.scope) != self.path else ""
+
+    @property
     def client(self) -> Address | None:
         """The peer's address; None when the server gives none (a Unix socket)."""
         c = self.scope.get("client")

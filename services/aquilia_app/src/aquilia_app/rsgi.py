@@ -116,6 +116,10 @@ class RSGIRequest(Request):
         return self.rsgi_scope.path
 
     @property
+    def root_path(self) -> str:
+        return ""
+
+    @property
     def headers(self) -> Headers:
         h = self._headers
         if h is None:
